@@ -1,0 +1,29 @@
+# Every target builds its own virtualenv, so a fresh machine needs only python3 and make.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+TEST ?= tests
+
+.PHONY: install test demo bench clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+$(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $@
+
+install: $(VENV)/.installed-dev
+
+test: $(VENV)/.installed-dev
+	$(BIN)/python -m pytest -q $(TEST)
+
+demo: $(VENV)/.installed-dev
+	$(BIN)/python fixtures/demo.py
+
+bench: $(VENV)/.installed-dev
+	$(BIN)/python -m bench
+
+clean:
+	rm -rf $(VENV) *.egg-info .pytest_cache

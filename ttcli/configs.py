@@ -1,0 +1,53 @@
+"""RunnableConfig helpers shared by the runtime and the savers.
+
+LangGraph passes `{"configurable": {"thread_id": ..., "checkpoint_ns": ..., "checkpoint_id": ...}}`
+dicts everywhere; ttcli accepts them at the public boundary and reads them once into a
+`CheckpointRef`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ttcli.errors import ConfigError
+
+RunnableConfig = dict[str, Any]
+
+MISSING_THREAD = (
+    "Checkpointer requires one or more of the following 'configurable' keys: "
+    "thread_id, checkpoint_ns, checkpoint_id"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class CheckpointRef:
+    """Where a checkpoint lives: thread, namespace and (optionally) its id."""
+
+    thread_id: str
+    checkpoint_ns: str = ""
+    checkpoint_id: str | None = None
+
+    @classmethod
+    def from_config(cls, config: RunnableConfig | None) -> CheckpointRef:
+        configurable = (config or {}).get("configurable") or {}
+        thread_id = configurable.get("thread_id")
+        if thread_id is None:
+            raise ConfigError(MISSING_THREAD)
+        return cls(
+            thread_id=str(thread_id),
+            checkpoint_ns=str(configurable.get("checkpoint_ns") or ""),
+            checkpoint_id=configurable.get("checkpoint_id") or None,
+        )
+
+    def at(self, checkpoint_id: str | None) -> CheckpointRef:
+        return CheckpointRef(self.thread_id, self.checkpoint_ns, checkpoint_id)
+
+    def to_config(self) -> RunnableConfig:
+        configurable: dict[str, Any] = {
+            "thread_id": self.thread_id,
+            "checkpoint_ns": self.checkpoint_ns,
+        }
+        if self.checkpoint_id is not None:
+            configurable["checkpoint_id"] = self.checkpoint_id
+        return {"configurable": configurable}

@@ -1,0 +1,65 @@
+"""The one exception tree of ttcli.
+
+Messages say what was wrong and which thing it was, in one line.
+
+    TtcliError
+    ├── GraphDefinitionError (ValueError)   bad graph at add_node/add_edge/compile time
+    ├── InvalidUpdateError                  a write the state cannot take
+    ├── EmptyInputError                     nothing to run: no input and no saved state
+    ├── GraphRecursionError (RecursionError) recursion_limit supersteps without finishing
+    ├── ConfigError (ValueError)            a config the runtime cannot use
+    ├── InvalidFilterError (ValueError)     a history filter key that is not a plain name
+    └── NotFoundError (LookupError)
+        └── CheckpointNotFoundError         a checkpoint id that is not in the thread
+
+Exception names and messages that LangGraph users catch (`InvalidUpdateError`,
+`GraphRecursionError`, `EmptyInputError`, `ValueError("No checkpointer set")`) keep
+LangGraph's wording, so ported code keeps working.
+"""
+
+from __future__ import annotations
+
+
+class TtcliError(Exception):
+    """Base class of every error ttcli raises on purpose."""
+
+
+class GraphDefinitionError(TtcliError, ValueError):
+    """The graph cannot be built as declared."""
+
+
+class InvalidUpdateError(TtcliError):
+    """A node or update_state wrote something the state cannot take."""
+
+
+class EmptyInputError(TtcliError):
+    """A run was asked to start without input and without saved state."""
+
+
+class GraphRecursionError(TtcliError, RecursionError):
+    """The graph ran recursion_limit supersteps without reaching a stop."""
+
+
+class ConfigError(TtcliError, ValueError):
+    """The run config is missing something the runtime needs."""
+
+
+class InvalidFilterError(TtcliError, ValueError):
+    """A metadata filter key that could reach the storage layer as code."""
+
+
+class NotFoundError(TtcliError, LookupError):
+    """Something addressed by name or id does not exist."""
+
+    def __str__(self) -> str:
+        # LookupError would quote the message like a dict key
+        return str(self.args[0]) if self.args else ""
+
+
+class CheckpointNotFoundError(NotFoundError):
+    """A checkpoint id that the thread does not hold."""
+
+    def __init__(self, checkpoint_id: str, thread_id: str) -> None:
+        super().__init__(f"checkpoint '{checkpoint_id}' not found in thread '{thread_id}'")
+        self.checkpoint_id = checkpoint_id
+        self.thread_id = thread_id

@@ -1,0 +1,148 @@
+"""Channels: the slots a state is made of, each with its own rule for taking writes.
+
+A channel instance holds one value for one run; `restore` makes a fresh instance from a
+checkpoint, so the declared channels of a graph are never mutated.
+"""
+
+from __future__ import annotations
+
+import copy
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
+from typing import Any, Self
+
+from ttcli.errors import InvalidUpdateError
+
+
+class _Missing:
+    def __repr__(self) -> str:
+        return "MISSING"
+
+
+MISSING: Any = _Missing()
+
+
+class Channel(ABC):
+    """One slot of state. `update` takes all writes of one superstep at once."""
+
+    def __init__(self, key: str) -> None:
+        self.key = key
+        self.value: Any = MISSING
+
+    @abstractmethod
+    def update(self, values: Sequence[Any]) -> bool:
+        """Apply one superstep's writes; True if the channel changed."""
+
+    def is_available(self) -> bool:
+        return self.value is not MISSING
+
+    def get(self) -> Any:
+        return self.value
+
+    def checkpoint(self) -> Any:
+        return self.value
+
+    def consume(self) -> bool:
+        """Called when a node triggered by this channel ran; True if that changed it."""
+        return False
+
+    def restore(self, value: Any = MISSING) -> Self:
+        fresh = copy.copy(self)
+        fresh.value = self.initial() if value is MISSING else value
+        return fresh
+
+    def initial(self) -> Any:
+        return MISSING
+
+    def copy(self) -> Self:
+        return self.restore(copy.copy(self.value) if self.is_available() else MISSING)
+
+
+class LastValue(Channel):
+    """Keeps the last value written; two writes in one superstep are a conflict."""
+
+    def update(self, values: Sequence[Any]) -> bool:
+        if not values:
+            return False
+        if len(values) > 1:
+            raise InvalidUpdateError(
+                f"At key '{self.key}': Can receive only one value per step. "
+                "Use an Annotated key to handle multiple values."
+            )
+        self.value = values[-1]
+        return True
+
+
+class ReducerChannel(Channel):
+    """Folds every write into the value with a reducer, e.g. `operator.add`."""
+
+    def __init__(self, key: str, reducer: Callable[[Any, Any], Any], default: Callable[[], Any] | None):
+        super().__init__(key)
+        self.reducer = reducer
+        self.default = default
+
+    def initial(self) -> Any:
+        return self.default() if self.default is not None else MISSING
+
+    def update(self, values: Sequence[Any]) -> bool:
+        if not values:
+            return False
+        for value in values:
+            self.value = value if self.value is MISSING else self.reducer(self.value, value)
+        return True
+
+
+class EphemeralValue(Channel):
+    """Holds a value for the superstep after it was written, then clears itself."""
+
+    def __init__(self, key: str, guard: bool = True) -> None:
+        super().__init__(key)
+        self.guard = guard
+
+    def update(self, values: Sequence[Any]) -> bool:
+        if not values:
+            if self.value is MISSING:
+                return False
+            self.value = MISSING
+            return True
+        if self.guard and len(values) > 1:
+            raise InvalidUpdateError(f"EphemeralValue {self.key!r} can receive only one value per step")
+        self.value = values[-1]
+        return True
+
+
+class BarrierChannel(Channel):
+    """Waits until every named source wrote once; the trigger of a join edge."""
+
+    def __init__(self, key: str, names: Sequence[str]) -> None:
+        super().__init__(key)
+        self.names = frozenset(names)
+
+    def initial(self) -> Any:
+        return []
+
+    def update(self, values: Sequence[Any]) -> bool:
+        seen = set(self.value)
+        for name in values:
+            if name not in self.names:
+                raise InvalidUpdateError(f"At key '{self.key}': value {name!r} is not one of {sorted(self.names)}")
+            seen.add(name)
+        changed = len(seen) != len(self.value)
+        # stored sorted so checkpoints are deterministic and msgpack-friendly
+        self.value = sorted(seen)
+        return changed
+
+    def is_available(self) -> bool:
+        return set(self.value) == self.names
+
+    def get(self) -> Any:
+        return None
+
+    def checkpoint(self) -> Any:
+        return self.value if self.value else MISSING
+
+    def consume(self) -> bool:
+        if set(self.value) == self.names:
+            self.value = []
+            return True
+        return False

@@ -1,0 +1,153 @@
+"""Chat messages as plain dicts, and the `add_messages` reducer, without LangChain.
+
+A message is a `Message`: a dict (`{"type": "human", "content": "hi", "id": "..."}`) that
+also answers attribute access (`m.type`, `m.content`), so code written against LangChain
+messages reads the same and the stored form stays plain data.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from typing import Annotated, Any, TypedDict
+
+REMOVE_ALL_MESSAGES = "__remove_all__"
+
+_ROLE_TO_TYPE = {
+    "human": "human",
+    "user": "human",
+    "ai": "ai",
+    "assistant": "ai",
+    "system": "system",
+    "developer": "system",
+    "tool": "tool",
+    "function": "function",
+    "remove": "remove",
+}
+
+
+class Message(dict[str, Any]):
+    """A chat message: a dict with `type`, `content` and `id`, readable as attributes."""
+
+    message_type = ""
+
+    def __init__(self, content: Any = "", **fields: Any) -> None:
+        fields.setdefault("type", self.message_type or fields.get("type", "human"))
+        super().__init__(type=fields.pop("type"), content=content, **fields)
+        self.setdefault("id", None)
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({dict.__repr__(self)})"
+
+
+class HumanMessage(Message):
+    message_type = "human"
+
+
+class AIMessage(Message):
+    message_type = "ai"
+
+
+class SystemMessage(Message):
+    message_type = "system"
+
+
+class ToolMessage(Message):
+    message_type = "tool"
+
+
+class RemoveMessage(Message):
+    """Removes the message with this id when passed through `add_messages`."""
+
+    message_type = "remove"
+
+    def __init__(self, id: str, **fields: Any) -> None:  # noqa: A002 - LangChain's keyword
+        super().__init__("", id=id, **fields)
+
+
+_CLASSES = {cls.message_type: cls for cls in (HumanMessage, AIMessage, SystemMessage, ToolMessage, RemoveMessage)}
+
+
+def to_message(value: Any) -> Message:
+    """Coerce a message dict, a `(role, content)` tuple or a string to a `Message`."""
+    if isinstance(value, Message):
+        return value
+    if isinstance(value, str):
+        return HumanMessage(value)
+    if isinstance(value, tuple | list) and len(value) == 2 and isinstance(value[0], str):
+        role, content = value
+        return _make(role, {"content": content})
+    if isinstance(value, dict):
+        fields = dict(value)
+        role = fields.pop("type", None) or fields.pop("role", None)
+        if role is None or "content" not in fields and role != "remove":
+            raise ValueError(f"Message dict must contain 'role' (or 'type') and 'content' keys, got {value!r}")
+        return _make(role, fields)
+    raise ValueError(f"Unsupported message type: {type(value).__name__} ({value!r})")
+
+
+def _make(role: str, fields: dict[str, Any]) -> Message:
+    message_type = _ROLE_TO_TYPE.get(role)
+    if message_type is None:
+        raise ValueError(f"Unknown message role {role!r}; use one of {sorted(_ROLE_TO_TYPE)}")
+    cls = _CLASSES.get(message_type, Message)
+    content = fields.pop("content", "")
+    if cls is RemoveMessage:
+        return RemoveMessage(**fields)
+    if cls is Message:
+        fields["type"] = message_type
+    return cls(content, **fields)
+
+
+def _as_list(value: Any) -> list[Any]:
+    if isinstance(value, list):
+        return value
+    if isinstance(value, tuple) and not (len(value) == 2 and isinstance(value[0], str)):
+        return list(value)
+    return [value]
+
+
+def add_messages(left: Sequence[Any] | Any, right: Sequence[Any] | Any) -> list[Message]:
+    """Merge two message lists: new ids append, an existing id replaces, RemoveMessage deletes.
+
+    Messages without an id get a fresh uuid4, so every stored message can be addressed later.
+    """
+    merged = [_with_id(to_message(m)) for m in _as_list(left)]
+    incoming = [_with_id(to_message(m)) for m in _as_list(right)]
+    for position, message in enumerate(incoming):
+        if message.type == "remove" and message.id == REMOVE_ALL_MESSAGES:
+            merged = []
+            incoming = incoming[position + 1 :]
+            break
+    index = {m.id: i for i, m in enumerate(merged)}
+    removed: set[str] = set()
+    for message in incoming:
+        if message.type == "remove":
+            if message.id not in index:
+                raise ValueError(f"Attempting to delete a message with an ID that doesn't exist ('{message.id}')")
+            removed.add(message.id)
+        elif message.id in index:
+            merged[index[message.id]] = message
+            removed.discard(message.id)
+        else:
+            index[message.id] = len(merged)
+            merged.append(message)
+    return [m for m in merged if m.id not in removed]
+
+
+def _with_id(message: Message) -> Message:
+    if message.get("id") is None:
+        message = type(message)(**{**message, "id": str(uuid.uuid4())})
+    return message
+
+
+class MessagesState(TypedDict):
+    """A state with one key, `messages`, merged by `add_messages`."""
+
+    messages: Annotated[list[Message], add_messages]

@@ -1,0 +1,75 @@
+"""State schemas: turning a TypedDict or dataclass into channels, and values in and out."""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+from collections.abc import Callable, Mapping
+from typing import Annotated, Any, get_args, get_origin, get_type_hints
+
+from ttcli.errors import GraphDefinitionError, InvalidUpdateError
+from ttcli.graph.channels import Channel, LastValue, ReducerChannel
+
+
+def schema_channels(schema: type[Any]) -> dict[str, Channel]:
+    """One channel per state key: `Annotated[T, reducer]` folds writes, others keep the last."""
+    try:
+        hints = get_type_hints(schema, include_extras=True)
+    except TypeError as exc:
+        raise GraphDefinitionError(f"state schema {schema!r} has no type annotations") from exc
+    if not hints:
+        raise GraphDefinitionError(
+            f"state schema {getattr(schema, '__name__', schema)!r} declares no keys; "
+            "use a TypedDict or dataclass with annotated fields"
+        )
+    return {key: _channel_for(key, hint) for key, hint in hints.items()}
+
+
+def _channel_for(key: str, hint: Any) -> Channel:
+    if get_origin(hint) is Annotated:
+        base, *extras = get_args(hint)
+        reducers = [extra for extra in extras if callable(extra) and _takes_two(extra)]
+        if reducers:
+            return ReducerChannel(key, reducers[-1], _default_factory(base))
+    return LastValue(key)
+
+
+def _takes_two(func: Callable[..., Any]) -> bool:
+    try:
+        params = inspect.signature(func).parameters.values()
+    except (TypeError, ValueError):  # builtins such as operator.add have no signature
+        return True
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    return len(positional) == 2 or any(p.kind is p.VAR_POSITIONAL for p in params)
+
+
+def _default_factory(base: Any) -> Callable[[], Any] | None:
+    """A reducer channel starts from its type's empty value (`list` -> `[]`), as LangGraph."""
+    origin = get_origin(base) or base
+    if not isinstance(origin, type):
+        return None
+    try:
+        origin()
+    except Exception:
+        return None
+    return origin
+
+
+def read_input(schema: type[Any], value: Any, keys: Mapping[str, Channel]) -> dict[str, Any]:
+    """The state keys an input (or node output, or update) writes, in declaration order."""
+    if value is None:
+        return {}
+    if isinstance(value, Mapping):
+        return {key: value[key] for key in value if key in keys}
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: getattr(value, f.name) for f in dataclasses.fields(value) if f.name in keys}
+    if hasattr(value, "model_fields"):  # pydantic model instance
+        return {key: getattr(value, key) for key in type(value).model_fields if key in keys}
+    raise InvalidUpdateError(f"Expected dict, got {value!r}")
+
+
+def build_state(schema: type[Any], values: dict[str, Any]) -> Any:
+    """What a node receives: a dict for TypedDict schemas, an instance for classes."""
+    if dataclasses.is_dataclass(schema) or hasattr(schema, "model_fields"):
+        return schema(**values)
+    return dict(values)

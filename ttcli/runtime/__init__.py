@@ -1,0 +1,1 @@
+"""Executing graphs: the superstep loop, snapshots, update_state and replay."""

@@ -1,0 +1,120 @@
+"""Planning a superstep and applying its writes: pure functions over a checkpoint."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ttcli.graph.channels import Channel
+from ttcli.graph.constants import INTERRUPT, PULL
+from ttcli.runtime.ids import task_id
+from ttcli.runtime.plan import GraphPlan, Write
+from ttcli.savers.base import Checkpoint
+
+
+@dataclass
+class Task:
+    """One node due in a superstep."""
+
+    id: str
+    name: str
+    path: tuple[str, ...]
+    triggers: tuple[str, ...]
+    writes: list[Write] = field(default_factory=list)
+    #: what the node returned, as state keys (None if it returned None)
+    output: dict[str, Any] | None = None
+
+    @property
+    def path_text(self) -> str:
+        return "~" + ", ".join(map(str, self.path))
+
+
+def empty_checkpoint() -> Checkpoint:
+    return Checkpoint(
+        v=1, id="", ts="", channel_values={}, channel_versions={},
+        versions_seen={"__input__": {}}, updated_channels=None,
+    )
+
+
+def prepare_tasks(
+    plan: GraphPlan,
+    checkpoint: Checkpoint,
+    channels: Mapping[str, Channel],
+    step: int,
+    namespace: str = "",
+) -> list[Task]:
+    """The nodes due at `checkpoint`: those with a trigger newer than what they last saw.
+
+    Sorted by name so `next` and task order never depend on declaration or thread timing.
+    """
+    versions = checkpoint["channel_versions"]
+    tasks = []
+    for name in sorted(plan.nodes):
+        seen = checkpoint["versions_seen"].get(name, {})
+        fired = tuple(
+            sorted(
+                chan for chan in plan.nodes[name].triggers
+                if channels[chan].is_available() and versions.get(chan, 0) > seen.get(chan, 0)
+            )
+        )
+        if fired:
+            tasks.append(
+                Task(
+                    id=task_id(checkpoint["id"], namespace, step, name, PULL, *fired),
+                    name=name,
+                    path=(PULL, name),
+                    triggers=fired,
+                )
+            )
+    return tasks
+
+
+def apply_writes(
+    checkpoint: Checkpoint,
+    channels: Mapping[str, Channel],
+    tasks: Sequence[Task],
+) -> set[str]:
+    """Apply a superstep's writes to channels, bump versions; return the updated channels.
+
+    Mutates `checkpoint` (versions, versions_seen) and `channels` in place.
+    """
+    # sort by task path so reducers see writes in an order that does not depend on which
+    # parallel task happened to finish first
+    tasks = sorted(tasks, key=lambda task: task.path)
+    versions = checkpoint["channel_versions"]
+    for task in tasks:
+        seen = checkpoint["versions_seen"].setdefault(task.name, {})
+        for chan in task.triggers:
+            if chan in versions:
+                seen[chan] = versions[chan]
+    next_version = max(versions.values(), default=0) + 1
+    for chan in sorted({chan for task in tasks for chan in task.triggers}):
+        if chan in channels and channels[chan].consume():
+            versions[chan] = next_version
+    grouped: dict[str, list[Any]] = {}
+    for task in tasks:
+        for chan, value in task.writes:
+            if chan in channels:
+                grouped.setdefault(chan, []).append(value)
+    updated: set[str] = set()
+    for chan, values in grouped.items():
+        if channels[chan].update(values):
+            versions[chan] = next_version
+            if channels[chan].is_available():
+                updated.add(chan)
+    if any(task.triggers for task in tasks):
+        # a new superstep begins: ephemeral channels not written in this one clear
+        for chan, channel in channels.items():
+            if chan not in updated and channel.is_available() and channel.update([]):
+                versions[chan] = next_version
+                if channel.is_available():
+                    updated.add(chan)
+    return updated
+
+
+def should_interrupt(checkpoint: Checkpoint, nodes: Sequence[str], tasks: Iterable[Task]) -> bool:
+    """A static breakpoint fires when something changed since the last one and a due task is named."""
+    seen = checkpoint["versions_seen"].get(INTERRUPT, {})
+    changed = any(version > seen.get(chan, 0) for chan, version in checkpoint["channel_versions"].items())
+    return changed and any("*" in nodes or task.name in nodes for task in tasks)

@@ -1,0 +1,46 @@
+"""Reading a thread: `get_state` and `get_state_history`."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from ttcli.configs import CheckpointRef, RunnableConfig
+from ttcli.runtime.plan import GraphPlan
+from ttcli.runtime.snapshots import snapshot_of
+from ttcli.runtime.types import StateSnapshot
+from ttcli.savers.base import BaseSaver, CheckpointTuple
+
+
+def get_state(plan: GraphPlan, saver: BaseSaver, config: RunnableConfig) -> StateSnapshot:
+    """The thread's head (live view), or the checkpoint `config` names (record view).
+
+    An unknown thread or checkpoint gives an empty snapshot, as in LangGraph.
+    """
+    ref = CheckpointRef.from_config(config)
+    saved = saver.get_tuple(ref.to_config())
+    if saved is None:
+        return StateSnapshot({}, (), config, None, None, None, (), ())
+    return _snapshot(plan, saved, live=ref.checkpoint_id is None)
+
+
+def get_state_history(
+    plan: GraphPlan,
+    saver: BaseSaver,
+    config: RunnableConfig,
+    *,
+    filter: Mapping[str, Any] | None = None,  # noqa: A002 - LangGraph's keyword
+    before: RunnableConfig | None = None,
+    limit: int | None = None,
+) -> Iterator[StateSnapshot]:
+    """Snapshots newest first, each in the record view."""
+    ref = CheckpointRef.from_config(config)
+    for saved in saver.list(ref.to_config(), filter=filter, before=before, limit=limit):
+        yield _snapshot(plan, saved, live=False)
+
+
+def _snapshot(plan: GraphPlan, saved: CheckpointTuple, *, live: bool) -> StateSnapshot:
+    return snapshot_of(
+        plan, saved.config, saved.checkpoint, saved.metadata, saved.parent_config,
+        list(saved.pending_writes or []), live=live,
+    )

@@ -1,0 +1,212 @@
+"""The superstep loop: load a thread, apply input (or fork for replay), run until done.
+
+One `Run` is one `invoke`/`stream` call. Every superstep ends in one checkpoint; every
+finished task's writes are saved as soon as it finishes, against the checkpoint it was
+planned from, so a crash or a failing sibling never costs finished work.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from typing import TYPE_CHECKING, Any
+
+from ttcli.configs import CheckpointRef, RunnableConfig
+from ttcli.errors import CheckpointNotFoundError, ConfigError, EmptyInputError, GraphRecursionError
+from ttcli.graph.constants import ERROR, INPUT, INTERRUPT, NO_WRITES, START
+from ttcli.graph.state import build_state, read_input
+from ttcli.runtime.algo import Task, apply_writes, empty_checkpoint, prepare_tasks, should_interrupt
+from ttcli.runtime.checkpoints import checkpoint_metadata, new_checkpoint, new_versions, utc_now
+from ttcli.runtime.snapshots import snapshot_of
+from ttcli.savers.base import PendingWrite
+
+if TYPE_CHECKING:
+    from ttcli.runtime.compiled import CompiledStateGraph
+
+DEFAULT_RECURSION_LIMIT = 10007  # LangGraph 1.2's default
+
+Chunk = tuple[str, Any]
+
+
+class Run:
+    """One invoke/stream of a compiled graph on one thread."""
+
+    def __init__(
+        self,
+        graph: CompiledStateGraph,
+        input: Any,  # noqa: A002 - LangGraph's name
+        config: RunnableConfig | None,
+        *,
+        interrupt_before: Sequence[str],
+        interrupt_after: Sequence[str],
+        modes: Sequence[str] = ("values",),
+    ) -> None:
+        self.graph = graph
+        self.plan = graph.plan
+        self.saver = graph.checkpointer
+        self.input = input
+        self.config: RunnableConfig = dict(config or {})
+        self.interrupt_before = tuple(interrupt_before)
+        self.interrupt_after = tuple(interrupt_after)
+        self.debug = "debug" in modes
+        limit = self.config.get("recursion_limit", DEFAULT_RECURSION_LIMIT)
+        if not isinstance(limit, int) or limit < 1:
+            raise ConfigError("recursion_limit must be at least 1")
+        self.limit = limit
+        if self.saver is not None:
+            self.ref = CheckpointRef.from_config(self.config)
+        else:
+            configurable = self.config.get("configurable") or {}
+            self.ref = CheckpointRef(str(configurable.get("thread_id", "")), configurable.get("checkpoint_ns") or "")
+
+    def stream(self) -> Iterator[Chunk]:
+        """Run to the end (or a breakpoint), yielding (mode, chunk) pairs as they happen."""
+        self._load()
+        yield from self._first()
+        while True:
+            if self.step > self.stop:
+                raise GraphRecursionError(
+                    f"Recursion limit of {self.limit} reached without hitting a stop condition. "
+                    "You can increase the limit by setting the `recursion_limit` config key."
+                )
+            tasks = prepare_tasks(self.plan, self.checkpoint, self.channels, self.step, self.ref.checkpoint_ns)
+            if not tasks:
+                return
+            if self.interrupt_before and should_interrupt(self.checkpoint, self.interrupt_before, tasks):
+                return
+            yield from self._run_tasks(tasks)
+            updated = apply_writes(self.checkpoint, self.channels, tasks)
+            writes = {task.name: task.output for task in tasks if task.name != START} or None
+            yield from self._put_checkpoint("loop", writes, updated)
+            yield "values", self.plan.values(self.channels)
+            if self.interrupt_after and should_interrupt(self.checkpoint, self.interrupt_after, tasks):
+                return
+
+    def _load(self) -> None:
+        saved = self.saver.get_tuple(self.ref.to_config()) if self.saver is not None else None
+        if saved is None and self.ref.checkpoint_id is not None:
+            raise CheckpointNotFoundError(self.ref.checkpoint_id, self.ref.thread_id)
+        self.checkpoint = saved.checkpoint if saved else empty_checkpoint()
+        self.metadata: dict[str, Any] = saved.metadata if saved else {"step": -2}
+        self.pending: list[PendingWrite] = list(saved.pending_writes or []) if saved else []
+        self.parent = self.ref.at(saved.checkpoint["id"] if saved else None)
+        self.stored_versions = dict(self.checkpoint["channel_versions"])
+        self.channels = self.plan.restore(self.checkpoint["channel_values"])
+        self.step = int(self.metadata["step"]) + 1
+        self.stop = self.step + self.limit + 1
+        self.superseded = bool(
+            saved and self.ref.checkpoint_id and self.saver is not None
+            and (latest := self.saver.get_tuple(self.ref.at(None).to_config())) is not None
+            and latest.checkpoint["id"] != saved.checkpoint["id"]
+        )
+
+    def _first(self) -> Iterator[Chunk]:
+        if self.input is None:
+            if not self.checkpoint["channel_versions"]:
+                raise EmptyInputError(f"Received no input for {START}")
+            time_travel = self.ref.checkpoint_id is not None
+            if time_travel or self.superseded:
+                # replay re-executes: writes saved by the earlier run are not reused
+                self.pending = []
+            self.checkpoint["versions_seen"][INTERRUPT] = dict(self.checkpoint["channel_versions"])
+            if time_travel and (self.metadata.get("source") not in ("update", "fork") or self.superseded):
+                yield from self._put_checkpoint("fork", None, None)
+            yield "values", self.plan.values(self.channels)
+            return
+        values = read_input(self.plan.schema, self.input, self.plan.state_keys)
+        # new input abandons whatever the previous checkpoint still had scheduled
+        discarded = prepare_tasks(self.plan, self.checkpoint, self.channels, self.step, self.ref.checkpoint_ns)
+        start = Task(id="", name=INPUT, path=(), triggers=(), writes=[(START, values)])
+        updated = apply_writes(self.checkpoint, self.channels, [*discarded, start])
+        yield from self._put_checkpoint("input", {START: values}, updated)
+
+    def _run_tasks(self, tasks: list[Task]) -> Iterator[Chunk]:
+        saved: dict[str, list[PendingWrite]] = {}
+        for write in self.pending:
+            saved.setdefault(write[0], []).append(write)
+        to_run = []
+        for task in tasks:
+            done = [w for w in saved.get(task.id, []) if w[1] != ERROR]
+            if done:  # finished before a crash or a failing sibling: reuse, do not re-run
+                task.writes = [(chan, value) for _, chan, value in done if chan != NO_WRITES]
+                task.output = {k: v for k, v in task.writes if k in self.plan.state_keys} or None
+            else:
+                to_run.append(task)
+        for task in to_run if self.debug else ():
+            yield "debug", self._debug(
+                "task", {"id": task.id, "name": task.name, "input": self._task_input(task), "triggers": task.triggers}
+            )
+        errors: dict[str, BaseException] = {}
+        for task, error in self._execute(to_run):
+            if error is not None:
+                errors[task.id] = error
+                self._save_writes(task, [(ERROR, repr(error))])
+            else:
+                self._save_writes(task, task.writes or [(NO_WRITES, None)])
+                if task.name != START:
+                    yield "updates", {task.name: task.output}
+            if self.debug:
+                yield "debug", self._debug("task_result", {
+                    "id": task.id, "name": task.name, "error": repr(error) if error else None,
+                    "result": {k: v for k, v in task.writes if k in self.plan.state_keys}, "interrupts": [],
+                })
+        for task in tasks:
+            if task.id in errors:
+                raise errors[task.id]
+
+    def _execute(self, tasks: list[Task]) -> Iterator[tuple[Task, BaseException | None]]:
+        if len(tasks) == 1:
+            yield tasks[0], self._call(tasks[0])
+            return
+        with ThreadPoolExecutor(max_workers=len(tasks), thread_name_prefix="ttcli-task") as pool:
+            futures = {pool.submit(self._call, task): task for task in tasks}
+            for future in as_completed(futures):
+                yield futures[future], future.result()
+
+    def _call(self, task: Task) -> BaseException | None:
+        """Run one node; its writes land on the task. Returns the error it raised, if any."""
+        try:
+            spec = self.plan.nodes[task.name]
+            state = self._task_input(task)
+            if spec.action is None:
+                output = state
+            elif spec.takes_config:
+                output = spec.action(state, config=self.config)
+            else:
+                output = spec.action(state)
+            task.writes = self.plan.node_writes(task.name, output, self.channels, self.config)
+            task.output = None if output is None else read_input(self.plan.schema, output, self.plan.state_keys)
+        except Exception as exc:  # the node's failure belongs to the caller, after saving
+            return exc
+        return None
+
+    def _task_input(self, task: Task) -> Any:
+        if task.name == START:
+            return self.channels[START].get()
+        return build_state(self.plan.schema, self.plan.values(self.channels))
+
+    def _save_writes(self, task: Task, writes: list[tuple[str, Any]]) -> None:
+        if self.saver is not None:
+            self.saver.put_writes(self.parent.to_config(), writes, task.id, task.path_text)
+
+    def _put_checkpoint(self, source: str, writes: dict[str, Any] | None, updated: set[str] | None) -> Iterator[Chunk]:
+        checkpoint = new_checkpoint(self.checkpoint, self.channels, self.step, updated)
+        metadata = checkpoint_metadata(self.config, source, self.step, writes)
+        parent_config = self.parent.to_config() if self.parent.checkpoint_id else None
+        if self.saver is not None:
+            changed = new_versions(self.stored_versions, checkpoint["channel_versions"])
+            self.saver.put(self.parent.to_config(), checkpoint, metadata, changed)
+        self.checkpoint, self.metadata, self.pending = checkpoint, metadata, []
+        self.stored_versions = dict(checkpoint["channel_versions"])
+        self.parent = self.ref.at(checkpoint["id"])
+        self.step += 1
+        if self.debug:
+            snapshot = snapshot_of(self.plan, self.parent.to_config(), checkpoint, metadata, parent_config, [])
+            yield "debug", self._debug("checkpoint", {
+                "config": snapshot.config, "parent_config": parent_config, "values": snapshot.values,
+                "metadata": metadata, "next": list(snapshot.next),
+                "tasks": [{"id": t.id, "name": t.name, "interrupts": (), "state": None} for t in snapshot.tasks],
+            }, step=metadata["step"])
+
+    def _debug(self, kind: str, payload: dict[str, Any], step: int | None = None) -> dict[str, Any]:
+        return {"step": self.step if step is None else step, "timestamp": utc_now(), "type": kind, "payload": payload}

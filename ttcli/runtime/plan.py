@@ -1,0 +1,145 @@
+"""The executable form of a StateGraph: channels, and per node its triggers and writers.
+
+Every edge becomes a write to a trigger channel (`branch:to:b`, or the barrier of a join),
+so scheduling is one rule: a node runs when one of its triggers has a version it has not
+seen yet. This is LangGraph's Pregel model, which is what makes histories line up.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Hashable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ttcli.configs import RunnableConfig
+from ttcli.errors import InvalidUpdateError
+from ttcli.graph.builder import Branch, StateGraph
+from ttcli.graph.channels import BarrierChannel, Channel, EphemeralValue
+from ttcli.graph.constants import END, START, branch_channel, join_channel
+from ttcli.graph.state import build_state, read_input
+
+Write = tuple[str, Any]
+
+
+@dataclass(frozen=True)
+class NodeSpec:
+    """A node as the runtime sees it."""
+
+    name: str
+    triggers: tuple[str, ...]
+    action: Callable[..., Any] | None
+    #: writes made after every run: the node's plain and join edges
+    edge_writes: tuple[Write, ...]
+    branches: tuple[Branch, ...]
+    takes_config: bool
+
+
+class GraphPlan:
+    """Channels and node specs compiled from a StateGraph."""
+
+    def __init__(self, builder: StateGraph) -> None:
+        self.schema = builder.state_schema
+        self.state_keys: dict[str, Channel] = dict(builder.channels)
+        self.channels: dict[str, Channel] = dict(builder.channels)
+        self.channels[START] = EphemeralValue(START)
+        joins: dict[str, list[str]] = {}
+        for starts, end in sorted(builder.waiting_edges):
+            channel = join_channel(starts, end)
+            self.channels[channel] = BarrierChannel(channel, starts)
+            joins.setdefault(end, []).append(channel)
+        self.nodes: dict[str, NodeSpec] = {}
+        for name in [START, *builder.nodes]:
+            trigger = START if name == START else branch_channel(name)
+            if name != START:
+                self.channels[trigger] = EphemeralValue(trigger, guard=False)
+            action = builder.nodes.get(name)
+            self.nodes[name] = NodeSpec(
+                name=name,
+                triggers=(trigger, *joins.get(name, ())),
+                action=action,
+                edge_writes=_edge_writes(builder, name),
+                branches=tuple(builder.branches.get(name, {}).values()),
+                takes_config=action is not None and _takes_config(action),
+            )
+
+    def restore(self, channel_values: Mapping[str, Any]) -> dict[str, Channel]:
+        """Fresh channel instances holding a checkpoint's values."""
+        from ttcli.graph.channels import MISSING
+
+        return {name: spec.restore(channel_values.get(name, MISSING)) for name, spec in self.channels.items()}
+
+    def values(self, channels: Mapping[str, Channel]) -> dict[str, Any]:
+        """The state keys that hold a value."""
+        return {key: channels[key].get() for key in self.state_keys if channels[key].is_available()}
+
+    def node_writes(
+        self,
+        name: str,
+        output: Any,
+        channels: Mapping[str, Channel],
+        config: RunnableConfig,
+    ) -> list[Write]:
+        """What node `name` writes when it returns `output`: state keys, then its edges."""
+        spec = self.nodes[name]
+        updates = read_input(self.schema, output, self.state_keys)
+        writes: list[Write] = list(updates.items())
+        writes.extend(spec.edge_writes)
+        if spec.branches:
+            state = self._fresh_state(channels, updates)
+            for branch in spec.branches:
+                writes.extend(self._branch_writes(name, branch, state, config))
+        return writes
+
+    def _fresh_state(self, channels: Mapping[str, Channel], updates: Mapping[str, Any]) -> Any:
+        # a branch sees the state with its own node's writes applied, as in LangGraph
+        local = {key: channels[key].copy() for key in self.state_keys}
+        for key, value in updates.items():
+            local[key].update([value])
+        return build_state(self.schema, self.values(local))
+
+    def _branch_writes(self, name: str, branch: Branch, state: Any, config: RunnableConfig) -> list[Write]:
+        result = branch.path(state, config) if _takes_config(branch.path) else branch.path(state)
+        picks = result if isinstance(result, list | tuple) else [result]
+        writes: list[Write] = []
+        for pick in picks:
+            destination = _resolve(name, branch, pick)
+            if destination == END:
+                continue
+            if destination not in self.nodes or destination == START:
+                raise InvalidUpdateError(
+                    f"Branch '{branch.name}' of node '{name}' returned unknown node {destination!r}; "
+                    f"expected one of {sorted(n for n in self.nodes if n != START)} or END"
+                )
+            writes.append((branch_channel(destination), None))
+        return writes
+
+
+def _resolve(name: str, branch: Branch, pick: Hashable) -> Any:
+    if branch.path_map is None:
+        return pick
+    try:
+        return branch.path_map[pick]
+    except (KeyError, TypeError):
+        raise InvalidUpdateError(
+            f"Branch '{branch.name}' of node '{name}' returned {pick!r}, which is not in its path map "
+            f"{sorted(map(str, branch.path_map))}"
+        ) from None
+
+
+def _edge_writes(builder: StateGraph, name: str) -> tuple[Write, ...]:
+    writes: list[Write] = [
+        (branch_channel(end), None) for start, end in sorted(builder.edges) if start == name and end != END
+    ]
+    writes.extend(
+        (join_channel(starts, end), name) for starts, end in sorted(builder.waiting_edges) if name in starts
+    )
+    return tuple(writes)
+
+
+def _takes_config(func: Callable[..., Any]) -> bool:
+    try:
+        params = inspect.signature(func).parameters
+    except (TypeError, ValueError):
+        return False
+    return "config" in params

@@ -1,0 +1,168 @@
+"""The saver contract: what the runtime needs from any checkpoint store.
+
+The runtime only ever talks to `BaseSaver`; `InMemorySaver`, the SQLite saver and a future
+PostgreSQL saver all pass the same contract suite (`tests/test_saver_contract.py`).
+Method names and shapes follow LangGraph's `BaseCheckpointSaver`, so code that calls a
+checkpointer directly ports by changing imports.
+"""
+
+from __future__ import annotations
+
+import builtins
+import re
+from abc import ABC, abstractmethod
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any, NamedTuple, TypedDict
+
+from ttcli.configs import CheckpointRef, RunnableConfig
+from ttcli.errors import InvalidFilterError
+
+FILTER_KEY = re.compile(r"^[A-Za-z0-9_.-]+$")
+
+#: A pending write: (task_id, channel, value).
+PendingWrite = tuple[str, str, Any]
+
+
+class Checkpoint(TypedDict):
+    """The state of a thread at one superstep boundary."""
+
+    v: int
+    #: time-sortable id (UUIDv6); the largest id of a thread is its latest checkpoint
+    id: str
+    #: ISO-8601 UTC creation time
+    ts: str
+    #: values of the channels that hold one, state keys and internal triggers alike
+    channel_values: dict[str, Any]
+    #: channel -> version; versions only grow, so "changed" is "version is new"
+    channel_versions: dict[str, int]
+    #: node -> {trigger channel -> version it last ran on}
+    versions_seen: dict[str, dict[str, int]]
+    #: channels written by the step that produced this checkpoint
+    updated_channels: list[str] | None
+
+
+class CheckpointTuple(NamedTuple):
+    """A checkpoint with everything stored around it."""
+
+    config: RunnableConfig
+    checkpoint: Checkpoint
+    metadata: dict[str, Any]
+    parent_config: RunnableConfig | None = None
+    pending_writes: builtins.list[PendingWrite] | None = None
+
+
+def validate_filter(filter_: Mapping[str, Any] | None) -> dict[str, Any]:
+    """Check metadata filter keys before any saver sees them.
+
+    Keys are plain names, optionally dotted for nested fields (`a.b`); anything else is
+    rejected rather than ignored, so a filter never silently matches everything.
+    """
+    checked = dict(filter_ or {})
+    for key in checked:
+        if not isinstance(key, str) or not FILTER_KEY.match(key):
+            raise InvalidFilterError(
+                f"Invalid filter key: {key!r}. Filter keys must contain only alphanumeric "
+                "characters, underscores, dots, and hyphens."
+            )
+    return checked
+
+
+def metadata_matches(metadata: Mapping[str, Any], filter_: Mapping[str, Any]) -> bool:
+    """Equality on (dotted) metadata keys; a None filter value matches a missing key."""
+    for key, wanted in filter_.items():
+        value: Any = metadata
+        for part in key.split("."):
+            value = value.get(part) if isinstance(value, Mapping) else None
+        if value != wanted or (isinstance(value, bool) != isinstance(wanted, bool)):
+            return False
+    return True
+
+
+class BaseSaver(ABC):
+    """Stores checkpoints, their metadata and the pending writes of their tasks."""
+
+    @abstractmethod
+    def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        """Fetch one checkpoint.
+
+        Args:
+            config: names the thread and namespace, and the checkpoint id; without an id
+                the thread's latest checkpoint (largest id) is returned.
+
+        Returns:
+            The checkpoint with metadata, parent and pending writes, or None if absent.
+        """
+
+    @abstractmethod
+    def list(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: Mapping[str, Any] | None = None,  # noqa: A002 - LangGraph's keyword
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> Iterator[CheckpointTuple]:
+        """List checkpoints newest first (by id).
+
+        Args:
+            config: the thread (and namespace) to list; None lists every thread. A
+                checkpoint id in it narrows the result to that checkpoint.
+            filter: metadata equality (dotted keys reach nested fields); keys are checked
+                with `validate_filter`.
+            before: only checkpoints whose id is smaller than this config's id.
+            limit: at most this many, applied after the other conditions.
+
+        Raises:
+            InvalidFilterError: a filter key that is not a plain name.
+        """
+
+    @abstractmethod
+    def put(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: Mapping[str, Any],
+        new_versions: Mapping[str, int],
+    ) -> RunnableConfig:
+        """Store a checkpoint as a child of the checkpoint named in `config`.
+
+        Args:
+            config: the thread and namespace, and the parent's id (absent for a root).
+            checkpoint: the checkpoint to store.
+            metadata: JSON-compatible metadata (source, step, parents, writes, user keys).
+            new_versions: the channels whose version changed since the parent, so a saver
+                may store only what changed.
+
+        Returns:
+            The config of the stored checkpoint.
+        """
+
+    @abstractmethod
+    def put_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        """Store a task's writes against the checkpoint the task was planned from.
+
+        A repeated (task_id, index) is ignored for normal channels and replaced for
+        special ones (`__error__`, `__interrupt__`, `__resume__`, ...).
+        """
+
+    @abstractmethod
+    def delete_thread(self, thread_id: str) -> None:
+        """Remove every checkpoint and write of a thread."""
+
+    def get(self, config: RunnableConfig) -> Checkpoint | None:
+        found = self.get_tuple(config)
+        return found.checkpoint if found else None
+
+    @staticmethod
+    def ref(config: RunnableConfig) -> CheckpointRef:
+        return CheckpointRef.from_config(config)
+
+
+#: Fixed indices of special write channels, as LangGraph numbers them.
+WRITES_IDX_MAP = {"__error__": -1, "__scheduled__": -2, "__interrupt__": -3, "__resume__": -4}

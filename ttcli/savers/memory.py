@@ -1,0 +1,131 @@
+"""InMemorySaver: the saver contract held in dictionaries, for tests and notebooks."""
+
+from __future__ import annotations
+
+import copy
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+from ttcli.configs import CheckpointRef, RunnableConfig
+from ttcli.errors import CheckpointNotFoundError
+from ttcli.savers.base import (
+    WRITES_IDX_MAP,
+    BaseSaver,
+    Checkpoint,
+    CheckpointTuple,
+    PendingWrite,
+    metadata_matches,
+    validate_filter,
+)
+
+_Key = tuple[str, str]  # (thread_id, checkpoint_ns)
+
+
+class _Stored:
+    __slots__ = ("checkpoint", "metadata", "parent_id", "writes")
+
+    def __init__(self, checkpoint: Checkpoint, metadata: dict[str, Any], parent_id: str | None):
+        self.checkpoint = checkpoint
+        self.metadata = metadata
+        self.parent_id = parent_id
+        # (task_id, idx) -> (task_path, channel, value)
+        self.writes: dict[tuple[str, int], tuple[str, str, Any]] = {}
+
+
+class InMemorySaver(BaseSaver):
+    """Keeps every checkpoint in memory; values are deep-copied in and out so a caller
+    mutating a returned state can never rewrite history."""
+
+    def __init__(self) -> None:
+        self._threads: dict[_Key, dict[str, _Stored]] = {}
+        self._lock = threading.RLock()
+
+    def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        ref = self.ref(config)
+        with self._lock:
+            stored = self._threads.get((ref.thread_id, ref.checkpoint_ns), {})
+            checkpoint_id = ref.checkpoint_id or max(stored, default=None)
+            if checkpoint_id is None or checkpoint_id not in stored:
+                return None
+            return self._tuple(ref, checkpoint_id, stored[checkpoint_id])
+
+    def list(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: Mapping[str, Any] | None = None,  # noqa: A002
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> Iterator[CheckpointTuple]:
+        wanted = validate_filter(filter)
+        ref = CheckpointRef.from_config(config) if config else None
+        before_id = CheckpointRef.from_config(before).checkpoint_id if before else None
+        with self._lock:
+            rows = [
+                (checkpoint_id, key, stored)
+                for key, thread in self._threads.items()
+                if ref is None or key == (ref.thread_id, ref.checkpoint_ns)
+                for checkpoint_id, stored in thread.items()
+                if (ref is None or ref.checkpoint_id in (None, checkpoint_id))
+                and (before_id is None or checkpoint_id < before_id)
+                and metadata_matches(stored.metadata, wanted)
+            ]
+            rows.sort(key=lambda row: row[0], reverse=True)
+            found = [
+                self._tuple(CheckpointRef(key[0], key[1]), checkpoint_id, stored)
+                for checkpoint_id, key, stored in rows[:limit]
+            ]
+        yield from found
+
+    def put(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: Mapping[str, Any],
+        new_versions: Mapping[str, int],
+    ) -> RunnableConfig:
+        ref = self.ref(config)
+        stored = _Stored(copy.deepcopy(checkpoint), copy.deepcopy(dict(metadata)), ref.checkpoint_id)
+        with self._lock:
+            self._threads.setdefault((ref.thread_id, ref.checkpoint_ns), {})[checkpoint["id"]] = stored
+        return ref.at(checkpoint["id"]).to_config()
+
+    def put_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        ref = self.ref(config)
+        replace = all(channel in WRITES_IDX_MAP for channel, _ in writes)
+        with self._lock:
+            thread = self._threads.get((ref.thread_id, ref.checkpoint_ns), {})
+            stored = thread.get(ref.checkpoint_id or "")
+            if stored is None:
+                raise CheckpointNotFoundError(str(ref.checkpoint_id), ref.thread_id)
+            for position, (channel, value) in enumerate(writes):
+                idx = WRITES_IDX_MAP.get(channel, position)
+                if replace or (task_id, idx) not in stored.writes:
+                    stored.writes[(task_id, idx)] = (task_path, channel, copy.deepcopy(value))
+
+    def delete_thread(self, thread_id: str) -> None:
+        with self._lock:
+            for key in [key for key in self._threads if key[0] == thread_id]:
+                del self._threads[key]
+
+    def _tuple(self, ref: CheckpointRef, checkpoint_id: str, stored: _Stored) -> CheckpointTuple:
+        # sorted by (task_path, task_id, idx): the order the runtime applies writes in
+        ordered = sorted(stored.writes.items(), key=lambda item: (item[1][0], *item[0]))
+        writes: list[PendingWrite] = [
+            (task_id, channel, copy.deepcopy(value))
+            for (task_id, _idx), (_path, channel, value) in ordered
+        ]
+        return CheckpointTuple(
+            config=ref.at(checkpoint_id).to_config(),
+            checkpoint=copy.deepcopy(stored.checkpoint),
+            metadata=copy.deepcopy(stored.metadata),
+            parent_config=ref.at(stored.parent_id).to_config() if stored.parent_id else None,
+            pending_writes=writes,
+        )
