@@ -132,7 +132,9 @@ class Run:
                 task.output = {k: v for k, v in task.writes if k in self.plan.state_keys} or None
             else:
                 to_run.append(task)
-        for task in to_run if self.debug else ():
+        # the START task is plumbing: LangGraph hides it from debug events, and so do we
+        shown = [task for task in to_run if task.name != START] if self.debug else []
+        for task in shown:
             yield "debug", self._debug(
                 "task", {"id": task.id, "name": task.name, "input": self._task_input(task), "triggers": task.triggers}
             )
@@ -145,7 +147,7 @@ class Run:
                 self._save_writes(task, task.writes or [(NO_WRITES, None)])
                 if task.name != START:
                     yield "updates", {task.name: task.output}
-            if self.debug:
+            if task in shown:
                 yield "debug", self._debug("task_result", {
                     "id": task.id, "name": task.name, "error": repr(error) if error else None,
                     "result": {k: v for k, v in task.writes if k in self.plan.state_keys}, "interrupts": [],
