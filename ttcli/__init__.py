@@ -24,7 +24,7 @@ from ttcli.graph.messages import (
 from ttcli.runtime.compiled import CompiledStateGraph
 from ttcli.runtime.types import PregelTask, StateSnapshot
 from ttcli.savers.base import BaseSaver, CheckpointTuple
-from ttcli.savers.memory import InMemorySaver
+from ttcli.savers.memory import InMemorySaver, MemorySaver
 
 __version__ = "0.1.0"
 
@@ -39,6 +39,7 @@ __all__ = [
     "HumanMessage",
     "InMemorySaver",
     "InvalidUpdateError",
+    "MemorySaver",
     "Message",
     "MessagesState",
     "PregelTask",

@@ -76,10 +76,18 @@ class LastValue(Channel):
 class ReducerChannel(Channel):
     """Folds every write into the value with a reducer, e.g. `operator.add`."""
 
-    def __init__(self, key: str, reducer: Callable[[Any, Any], Any], default: Callable[[], Any] | None):
+    def __init__(
+        self,
+        key: str,
+        reducer: Callable[[Any, Any], Any],
+        default: Callable[[], Any] | None,
+        normalize: Callable[[Any], Any] | None = None,
+    ) -> None:
         super().__init__(key)
         self.reducer = reducer
         self.default = default
+        #: applied once to each written value, before it is saved (e.g. message ids)
+        self.normalize = normalize
 
     def initial(self) -> Any:
         return self.default() if self.default is not None else MISSING

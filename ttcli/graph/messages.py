@@ -43,7 +43,10 @@ class Message(dict[str, Any]):
             raise AttributeError(name) from None
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}({dict.__repr__(self)})"
+        fields = ", ".join(f"{key}={value!r}" for key, value in self.items() if key != "type")
+        if type(self) is Message:
+            fields = f"type={self.get('type')!r}, {fields}"
+        return f"{type(self).__name__}({fields})"
 
 
 class HumanMessage(Message):

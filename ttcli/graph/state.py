@@ -9,6 +9,7 @@ from typing import Annotated, Any, get_args, get_origin, get_type_hints
 
 from ttcli.errors import GraphDefinitionError, InvalidUpdateError
 from ttcli.graph.channels import Channel, LastValue, ReducerChannel
+from ttcli.graph.messages import add_messages
 
 
 def schema_channels(schema: type[Any]) -> dict[str, Channel]:
@@ -30,7 +31,11 @@ def _channel_for(key: str, hint: Any) -> Channel:
         base, *extras = get_args(hint)
         reducers = [extra for extra in extras if callable(extra) and _takes_two(extra)]
         if reducers:
-            return ReducerChannel(key, reducers[-1], _default_factory(base))
+            reducer = reducers[-1]
+            # messages get their ids when written, not when reduced, so a replay or a live
+            # view that reduces the same write again sees the same ids
+            normalize = (lambda value: add_messages([], value)) if reducer is add_messages else None
+            return ReducerChannel(key, reducer, _default_factory(base), normalize)
     return LastValue(key)
 
 
@@ -60,12 +65,18 @@ def read_input(schema: type[Any], value: Any, keys: Mapping[str, Channel]) -> di
     if value is None:
         return {}
     if isinstance(value, Mapping):
-        return {key: value[key] for key in value if key in keys}
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: getattr(value, f.name) for f in dataclasses.fields(value) if f.name in keys}
-    if hasattr(value, "model_fields"):  # pydantic model instance
-        return {key: getattr(value, key) for key in type(value).model_fields if key in keys}
-    raise InvalidUpdateError(f"Expected dict, got {value!r}")
+        found = {key: value[key] for key in value if key in keys}
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+        found = {f.name: getattr(value, f.name) for f in dataclasses.fields(value) if f.name in keys}
+    elif hasattr(value, "model_fields"):  # pydantic model instance
+        found = {key: getattr(value, key) for key in type(value).model_fields if key in keys}
+    else:
+        raise InvalidUpdateError(f"Expected dict, got {value!r}")
+    for key, item in found.items():
+        channel = keys[key]
+        if isinstance(channel, ReducerChannel) and channel.normalize is not None:
+            found[key] = channel.normalize(item)
+    return found
 
 
 def build_state(schema: type[Any], values: dict[str, Any]) -> Any:

@@ -176,8 +176,7 @@ class Run:
                 output = spec.action(state, config=self.config)
             else:
                 output = spec.action(state)
-            task.writes = self.plan.node_writes(task.name, output, self.channels, self.config)
-            task.output = None if output is None else read_input(self.plan.schema, output, self.plan.state_keys)
+            task.output, task.writes = self.plan.node_writes(task.name, output, self.channels, self.config)
         except Exception as exc:  # the node's failure belongs to the caller, after saving
             return exc
         return None

@@ -79,8 +79,13 @@ class GraphPlan:
         output: Any,
         channels: Mapping[str, Channel],
         config: RunnableConfig,
-    ) -> list[Write]:
-        """What node `name` writes when it returns `output`: state keys, then its edges."""
+    ) -> tuple[dict[str, Any] | None, list[Write]]:
+        """What node `name` writes when it returns `output`.
+
+        Returns:
+            The state keys it updates (None if it returned None), and every write: those
+            keys, then its edges and branches.
+        """
         spec = self.nodes[name]
         updates = read_input(self.schema, output, self.state_keys)
         writes: list[Write] = list(updates.items())
@@ -89,7 +94,7 @@ class GraphPlan:
             state = self._fresh_state(channels, updates)
             for branch in spec.branches:
                 writes.extend(self._branch_writes(name, branch, state, config))
-        return writes
+        return (None if output is None else updates), writes
 
     def _fresh_state(self, channels: Mapping[str, Channel], updates: Mapping[str, Any]) -> Any:
         # a branch sees the state with its own node's writes applied, as in LangGraph

@@ -11,7 +11,6 @@ from typing import Any
 from ttcli.configs import CheckpointRef, RunnableConfig
 from ttcli.errors import CheckpointNotFoundError, InvalidUpdateError
 from ttcli.graph.constants import COPY, END, INTERRUPT, PULL, START
-from ttcli.graph.state import read_input
 from ttcli.runtime.algo import Task, apply_writes, empty_checkpoint, prepare_tasks
 from ttcli.runtime.checkpoints import checkpoint_metadata, new_checkpoint, new_versions
 from ttcli.runtime.plan import GraphPlan
@@ -53,9 +52,9 @@ def update_state(
         tasks = prepare_tasks(plan, checkpoint, channels, step, ref.checkpoint_ns)
         written = None
     else:
-        writes = plan.node_writes(node, values, channels, config)
+        updates, writes = plan.node_writes(node, values, channels, config)
         tasks = [Task(id="", name=node, path=(PULL, node), triggers=(INTERRUPT,), writes=writes)]
-        written = {node: None if values is None else read_input(plan.schema, values, plan.state_keys)}
+        written = {node: updates}
     before = dict(checkpoint["channel_versions"])
     updated = apply_writes(checkpoint, channels, tasks)
     new = new_checkpoint(checkpoint, channels, step, updated)

@@ -129,3 +129,7 @@ class InMemorySaver(BaseSaver):
             parent_config=ref.at(stored.parent_id).to_config() if stored.parent_id else None,
             pending_writes=writes,
         )
+
+
+#: LangGraph's older name for the same saver.
+MemorySaver = InMemorySaver

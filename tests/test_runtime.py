@@ -1,0 +1,221 @@
+"""Runtime behaviour beyond what the conformance suite compares with LangGraph."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+import ttcli
+from tests import graphs
+from ttcli import END, START, InMemorySaver, MessagesState, StateGraph
+from ttcli.errors import CheckpointNotFoundError, ConfigError, InvalidUpdateError
+
+API = SimpleNamespace(StateGraph=StateGraph, START=START, END=END)
+
+
+def cfg(thread: str = "t", **configurable: Any) -> dict[str, Any]:
+    return {"configurable": {"thread_id": thread, **configurable}}
+
+
+def ids(app: Any, thread: str = "t") -> list[str]:
+    return [s.config["configurable"]["checkpoint_id"] for s in app.get_state_history(cfg(thread))]
+
+
+@pytest.fixture
+def linear_app() -> Any:
+    return graphs.linear(API).compile(checkpointer=InMemorySaver())
+
+
+def test_metadata_writes_follow_the_seed_table(linear_app: Any) -> None:
+    linear_app.invoke({"x": 1, "log": []}, cfg())
+    writes = [s.metadata["writes"] for s in linear_app.get_state_history(cfg())]
+    assert writes == [
+        {"b": {"x": 20, "log": ["b"]}},
+        {"a": {"x": 2, "log": ["a"]}},
+        None,
+        {"__start__": {"x": 1, "log": []}},
+    ]
+    config = linear_app.update_state(cfg(), {"x": 3}, as_node="a")
+    assert linear_app.get_state(config).metadata["writes"] == {"a": {"x": 3}}
+
+
+def test_checkpoint_ids_sort_in_creation_order_and_chain_by_parent(linear_app: Any) -> None:
+    linear_app.invoke({"x": 1, "log": []}, cfg())
+    history = list(linear_app.get_state_history(cfg()))
+    checkpoint_ids = [s.config["configurable"]["checkpoint_id"] for s in history]
+    assert checkpoint_ids == sorted(checkpoint_ids, reverse=True)
+    assert [s.parent_config["configurable"]["checkpoint_id"] for s in history[:-1]] == checkpoint_ids[1:]
+    assert history[-1].parent_config is None
+    assert all(s.created_at and s.created_at.endswith("+00:00") for s in history)
+
+
+def test_replay_keeps_the_old_branch_unchanged(linear_app: Any) -> None:
+    linear_app.invoke({"x": 1, "log": []}, cfg())
+    before = [(s.config, s.values, s.next, s.metadata) for s in linear_app.get_state_history(cfg())]
+    step0 = next(s for s in linear_app.get_state_history(cfg()) if s.metadata["step"] == 0)
+    linear_app.invoke(None, step0.config)
+    after = {s.config["configurable"]["checkpoint_id"]: s for s in linear_app.get_state_history(cfg())}
+    for config, values, next_nodes, metadata in before:
+        kept = after[config["configurable"]["checkpoint_id"]]
+        assert (kept.values, kept.next, kept.metadata) == (values, next_nodes, metadata)
+    fork = next(s for s in after.values() if s.metadata["source"] == "fork")
+    assert fork.parent_config == step0.config
+    assert (fork.values, fork.next, fork.metadata["step"]) == (step0.values, step0.next, 1)
+
+
+def test_returned_values_are_copies(linear_app: Any) -> None:
+    result = linear_app.invoke({"x": 1, "log": []}, cfg())
+    result["log"].append("tampered")
+    linear_app.get_state(cfg()).values["log"].append("tampered")
+    assert linear_app.get_state(cfg()).values["log"] == ["a", "b"]
+
+
+def test_history_with_a_checkpoint_id_narrows_to_it(linear_app: Any) -> None:
+    linear_app.invoke({"x": 1, "log": []}, cfg())
+    target = ids(linear_app)[2]
+    found = list(linear_app.get_state_history(cfg(checkpoint_id=target)))
+    assert [s.config["configurable"]["checkpoint_id"] for s in found] == [target]
+
+
+def test_unknown_checkpoint_id_is_an_error_not_a_fresh_run(linear_app: Any) -> None:
+    linear_app.invoke({"x": 1, "log": []}, cfg())
+    missing = cfg(checkpoint_id="1f000000-0000-6000-8000-000000000000")
+    with pytest.raises(CheckpointNotFoundError, match="checkpoint '1f000000-0000-6000-8000-000000000000' not found in thread 't'"):
+        linear_app.invoke(None, missing)
+    with pytest.raises(CheckpointNotFoundError):
+        linear_app.update_state(missing, {"x": 1})
+    assert len(ids(linear_app)) == 4
+    assert linear_app.get_state(missing).values == {}
+
+
+def test_copy_makes_a_sibling_fork(linear_app: Any) -> None:
+    linear_app.invoke({"x": 1, "log": []}, cfg())
+    step1 = next(s for s in linear_app.get_state_history(cfg()) if s.metadata["step"] == 1)
+    copied = linear_app.get_state(linear_app.update_state(step1.config, None, as_node="__copy__"))
+    assert copied.parent_config == step1.parent_config
+    assert (copied.values, copied.next, copied.metadata["source"], copied.metadata["step"]) == (
+        step1.values, step1.next, "fork", 2,
+    )
+    with pytest.raises(InvalidUpdateError, match="Cannot copy a non-existent checkpoint"):
+        linear_app.update_state(cfg(checkpoint_id="1f000000-0000-6000-8000-000000000000"), None, as_node="__copy__")
+
+
+def test_update_as_end_marks_pending_tasks_done(linear_app: Any) -> None:
+    linear_app.invoke({"x": 1, "log": []}, cfg(), interrupt_before=["b"])
+    assert linear_app.get_state(cfg()).next == ("b",)
+    done = linear_app.get_state(linear_app.update_state(cfg(), None, as_node=END))
+    assert done.next == ()
+    assert done.values == {"x": 2, "log": ["a"]}
+    with pytest.raises(InvalidUpdateError, match="takes no values"):
+        linear_app.update_state(cfg(), {"x": 1}, as_node=END)
+
+
+def test_parallel_nodes_run_at_the_same_time() -> None:
+    # b and c each wait for the other: this only finishes if they run concurrently
+    barrier = threading.Barrier(2, timeout=10)
+
+    class S(ttcli.MessagesState):
+        pass
+
+    def a(state: Any) -> dict[str, Any]:
+        return {}
+
+    def meet(name: str) -> Any:
+        def run(state: Any) -> dict[str, Any]:
+            barrier.wait()
+            return {"messages": [("ai", name)]}
+        return run
+
+    builder = StateGraph(S)
+    builder.add_node("a", a)
+    builder.add_node("b", meet("b"))
+    builder.add_node("c", meet("c"))
+    builder.add_edge(START, "a")
+    builder.add_edge("a", "b")
+    builder.add_edge("a", "c")
+    result = builder.compile().invoke({"messages": []})
+    # writes are applied in task order, not finishing order
+    assert [m.content for m in result["messages"]] == ["b", "c"]
+
+
+@dataclass
+class DataState:
+    count: int
+    notes: list[str] = field(default_factory=list)
+
+
+def test_dataclass_state_reaches_nodes_as_an_instance() -> None:
+    seen: list[Any] = []
+
+    def bump(state: DataState) -> dict[str, Any]:
+        seen.append(state)
+        return {"count": state.count + 1}
+
+    builder = StateGraph(DataState)
+    builder.add_node("bump", bump)
+    builder.add_edge(START, "bump")
+    app = builder.compile(checkpointer=InMemorySaver())
+    # as in LangGraph: an instance input writes every field, a dict input only its keys
+    assert app.invoke(DataState(count=1), cfg()) == {"count": 2, "notes": []}
+    assert app.invoke({"count": 5}, cfg("dict")) == {"count": 6}
+    assert seen == [DataState(count=1), DataState(count=5)]
+    assert app.get_state(cfg()).values == {"count": 2, "notes": []}
+
+
+def test_nodes_and_branches_may_take_the_config() -> None:
+    seen: list[str] = []
+
+    def node(state: graphs.LinearState, config: dict[str, Any]) -> dict[str, Any]:
+        seen.append(config["configurable"]["thread_id"])
+        return {"x": state["x"]}
+
+    def route(state: graphs.LinearState, config: dict[str, Any]) -> str:
+        seen.append(config["configurable"]["user"])
+        return END
+
+    builder = StateGraph(graphs.LinearState)
+    builder.add_node("n", node)
+    builder.add_edge(START, "n")
+    builder.add_conditional_edges("n", route)
+    builder.compile(checkpointer=InMemorySaver()).invoke({"x": 1}, cfg("cfg-thread", user="u"))
+    assert seen == ["cfg-thread", "u"]
+
+
+def test_message_ids_are_fixed_at_input_so_replays_keep_them() -> None:
+    def bot(state: MessagesState) -> dict[str, Any]:
+        return {"messages": [("assistant", f"echo {state['messages'][-1].content}")]}
+
+    builder = StateGraph(MessagesState)
+    builder.add_node("bot", bot)
+    builder.add_edge(START, "bot")
+    app = builder.compile(checkpointer=InMemorySaver())
+    first = app.invoke({"messages": [("user", "hi")]}, cfg())
+    first_input = next(s for s in app.get_state_history(cfg()) if s.metadata["source"] == "input")
+    replayed = app.invoke(None, first_input.config)
+    assert first["messages"][0].id == replayed["messages"][0].id
+    assert first["messages"][1].id != replayed["messages"][1].id  # the bot ran again
+
+
+def test_bad_run_options_are_config_errors(linear_app: Any) -> None:
+    with pytest.raises(ConfigError, match="recursion_limit must be at least 1"):
+        linear_app.invoke({"x": 1, "log": []}, {**cfg(), "recursion_limit": 0})
+    with pytest.raises(ConfigError, match="Unknown stream_mode 'nope'"):
+        list(linear_app.stream({"x": 1, "log": []}, cfg(), stream_mode="nope"))
+    assert ids(linear_app) == []
+
+
+def test_no_checkpointer_still_runs_and_streams() -> None:
+    app = graphs.counter_loop(API, until=2).compile()
+    assert list(app.stream({"n": 0, "trail": []}, stream_mode="updates")) == [
+        {"count": {"n": 1, "trail": [1]}},
+        {"count": {"n": 2, "trail": [2]}},
+    ]
+
+
+def test_invoke_with_another_stream_mode_returns_all_chunks(linear_app: Any) -> None:
+    chunks = linear_app.invoke({"x": 1, "log": []}, cfg(), stream_mode="updates")
+    assert chunks == [{"a": {"x": 2, "log": ["a"]}}, {"b": {"x": 20, "log": ["b"]}}]
