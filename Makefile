@@ -20,7 +20,7 @@ test: $(VENV)/.installed-dev
 	$(BIN)/python -m pytest -q $(TEST)
 
 demo: $(VENV)/.installed-dev
-	$(BIN)/python fixtures/demo.py
+	$(BIN)/python -m fixtures.demo
 
 bench: $(VENV)/.installed-dev
 	$(BIN)/python -m bench

@@ -1,0 +1,59 @@
+"""The public surface: `__all__` is sorted and complete, the demo and README stay true."""
+
+from __future__ import annotations
+
+import re
+import runpy
+import types
+from pathlib import Path
+
+import pytest
+
+import ttcli
+
+ROOT = Path(__file__).parent.parent
+
+
+def test_all_is_sorted_and_complete() -> None:
+    assert ttcli.__all__ == sorted(ttcli.__all__)
+    public = {
+        name for name, value in vars(ttcli).items()
+        if not name.startswith("_") and not isinstance(value, types.ModuleType)
+    }
+    assert public == set(ttcli.__all__)
+
+
+def test_langgraph_names_are_importable_from_ttcli() -> None:
+    from ttcli import (  # noqa: F401
+        END,
+        START,
+        EmptyInputError,
+        GraphRecursionError,
+        InMemorySaver,
+        InvalidUpdateError,
+        MessagesState,
+        PregelTask,
+        StateGraph,
+        StateSnapshot,
+        add_messages,
+    )
+
+
+def test_demo_runs_the_time_travel_loop(capsys: pytest.CaptureFixture[str]) -> None:
+    runpy.run_module("fixtures.demo", run_name="__main__")
+    out = capsys.readouterr().out
+    assert "reply: 'Done: order 123 cancelled.'" in out
+    assert "  tool: None -> 'cancel_order'" in out
+    assert "next=('call_tool',)" in out
+    assert "reply: 'Done: order 123 refunded: 42.00 EUR.'" in out
+    assert "$ history (9 checkpoints: the old branch is kept)" in out
+
+
+def test_readme_python_example_runs(capsys: pytest.CaptureFixture[str]) -> None:
+    readme = (ROOT / "README.md").read_text()
+    blocks = re.findall(r"```python\n(.*?)```", readme, flags=re.S)
+    assert blocks, "README has no python example"
+    for block in blocks:
+        exec(compile(block, "README.md", "exec"), {})
+    out = capsys.readouterr().out
+    assert "loop 2 {'step': 2} () {'b': {'step': 2}}" in out

@@ -1,0 +1,188 @@
+"""The saver contract, written once: every backend in `conftest.SAVERS` must pass it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from ttcli.errors import CheckpointNotFoundError, InvalidFilterError
+from ttcli.runtime.ids import checkpoint_id
+from ttcli.savers.base import BaseSaver, Checkpoint
+
+
+def make_checkpoint(step: int, **values: Any) -> Checkpoint:
+    return Checkpoint(
+        v=1, id=checkpoint_id(step), ts="2026-11-30T00:00:00+00:00", channel_values=dict(values),
+        channel_versions={key: step + 2 for key in values}, versions_seen={"__input__": {}},
+        updated_channels=sorted(values),
+    )
+
+
+def config(thread: str = "t", checkpoint: str | None = None, ns: str = "") -> dict[str, Any]:
+    configurable: dict[str, Any] = {"thread_id": thread, "checkpoint_ns": ns}
+    if checkpoint:
+        configurable["checkpoint_id"] = checkpoint
+    return {"configurable": configurable}
+
+
+def put_chain(saver: BaseSaver, thread: str = "t", steps: int = 3, ns: str = "", **extra: Any) -> list[str]:
+    """A chain of checkpoints, step -1 .. steps-2, each the parent of the next."""
+    parent: str | None = None
+    created = []
+    for step in range(-1, steps - 1):
+        checkpoint = make_checkpoint(step, n=step)
+        metadata = {"source": "input" if step < 0 else "loop", "step": step, "parents": {}, **extra}
+        saver.put(config(thread, parent, ns), checkpoint, metadata, checkpoint["channel_versions"])
+        parent = checkpoint["id"]
+        created.append(parent)
+    return created
+
+
+def listed(saver: BaseSaver, cfg: dict[str, Any] | None, **kwargs: Any) -> list[str]:
+    return [t.checkpoint["id"] for t in saver.list(cfg, **kwargs)]
+
+
+def test_put_then_get_by_id_and_latest(saver: BaseSaver) -> None:
+    first, second, third = put_chain(saver)
+    latest = saver.get_tuple(config())
+    assert latest is not None
+    assert latest.checkpoint["id"] == third
+    assert latest.checkpoint["channel_values"] == {"n": 1}
+    assert latest.parent_config == config("t", second)
+    assert latest.config == config("t", third)
+    assert latest.metadata == {"source": "loop", "step": 1, "parents": {}}
+    by_id = saver.get_tuple(config("t", first))
+    assert by_id is not None and by_id.parent_config is None and by_id.metadata["source"] == "input"
+    assert saver.get(config("t", second)) == saver.get_tuple(config("t", second)).checkpoint  # type: ignore[union-attr]
+
+
+def test_get_missing_returns_none(saver: BaseSaver) -> None:
+    put_chain(saver)
+    assert saver.get_tuple(config("other")) is None
+    assert saver.get_tuple(config("t", "1f000000-0000-6000-8000-000000000000")) is None
+
+
+def test_checkpoint_round_trips_exactly(saver: BaseSaver) -> None:
+    checkpoint = make_checkpoint(0, text="héllo", items=[1, 2, {"k": None}], flag=True, num=1.5)
+    checkpoint["versions_seen"] = {"__input__": {}, "a": {"branch:to:a": 2}}
+    saver.put(config(), checkpoint, {"source": "loop", "step": 0, "parents": {}, "writes": {"a": {"x": 1}}}, {})
+    found = saver.get_tuple(config())
+    assert found is not None
+    assert found.checkpoint == checkpoint
+    assert found.metadata["writes"] == {"a": {"x": 1}}
+
+
+def test_stored_values_cannot_be_changed_through_returned_objects(saver: BaseSaver) -> None:
+    checkpoint = make_checkpoint(0, items=[1])
+    saver.put(config(), checkpoint, {"source": "loop", "step": 0, "parents": {}}, {})
+    checkpoint["channel_values"]["items"].append("after put")
+    found = saver.get_tuple(config())
+    assert found is not None
+    found.checkpoint["channel_values"]["items"].append("after get")
+    assert saver.get_tuple(config()).checkpoint["channel_values"]["items"] == [1]  # type: ignore[union-attr]
+
+
+def test_list_newest_first_per_thread_and_namespace(saver: BaseSaver) -> None:
+    t_ids = put_chain(saver, "t")
+    u_ids = put_chain(saver, "u")
+    sub_ids = put_chain(saver, "t", ns="child:1")
+    assert listed(saver, config("t")) == t_ids[::-1]
+    assert listed(saver, config("t", ns="child:1")) == sub_ids[::-1]
+    assert listed(saver, None) == sorted(t_ids + u_ids + sub_ids, reverse=True)
+    assert listed(saver, config("none")) == []
+
+
+def test_list_before_limit_and_checkpoint_id(saver: BaseSaver) -> None:
+    ids = put_chain(saver, steps=5)
+    assert listed(saver, config(), limit=2) == ids[::-1][:2]
+    assert listed(saver, config(), before=config("t", ids[3]), limit=2) == [ids[2], ids[1]]
+    assert listed(saver, config(), before=config("t", ids[0])) == []
+    assert listed(saver, config("t", ids[2])) == [ids[2]]
+
+
+@pytest.mark.parametrize(
+    ("filter_", "expected_steps"),
+    [
+        ({"source": "loop"}, [1, 0]),
+        ({"step": 0}, [0]),
+        ({"source": "loop", "step": 99}, []),
+        ({"missing": None}, [1, 0, -1]),
+        ({"user": "u1"}, [1, 0, -1]),
+        ({"user": "u2"}, []),
+        ({"nested.deep": 3}, [1, 0, -1]),
+        ({"flag": True}, [1, 0, -1]),
+        ({"flag": 1}, []),
+        ({"unknown_key": "x"}, []),
+    ],
+    ids=["source", "step", "and-no-match", "none-matches-missing", "user-key", "user-key-other",
+         "dotted-nested", "bool", "bool-is-not-int", "unknown-key-matches-nothing"],
+)
+def test_list_filter(saver: BaseSaver, filter_: dict[str, Any], expected_steps: list[int]) -> None:
+    put_chain(saver, user="u1", nested={"deep": 3}, flag=True)
+    found = [t.metadata["step"] for t in saver.list(config(), filter=filter_)]
+    assert found == expected_steps
+
+
+@pytest.mark.parametrize(
+    "bad_key",
+    ["source') OR 1=1 --", "a b", "$.source", "x;DROP TABLE checkpoints", ""],
+    ids=["sql-injection", "space", "json-path", "statement", "empty"],
+)
+def test_list_rejects_filter_keys_that_are_not_plain_names(saver: BaseSaver, bad_key: str) -> None:
+    put_chain(saver)
+    with pytest.raises(InvalidFilterError, match="Invalid filter key"):
+        list(saver.list(config(), filter={bad_key: "loop"}))
+
+
+def test_put_writes_are_returned_in_apply_order(saver: BaseSaver) -> None:
+    (head,) = put_chain(saver, steps=1)
+    at = config("t", head)
+    saver.put_writes(at, [("log", ["c"]), ("branch:to:d", None)], "task-c", "~__pregel_pull, c")
+    saver.put_writes(at, [("log", ["b"])], "task-b", "~__pregel_pull, b")
+    found = saver.get_tuple(at)
+    assert found is not None
+    assert found.pending_writes == [
+        ("task-b", "log", ["b"]),
+        ("task-c", "log", ["c"]),
+        ("task-c", "branch:to:d", None),
+    ]
+
+
+def test_repeated_normal_writes_are_ignored_and_special_ones_replaced(saver: BaseSaver) -> None:
+    (head,) = put_chain(saver, steps=1)
+    at = config("t", head)
+    saver.put_writes(at, [("log", ["first"])], "task", "p")
+    saver.put_writes(at, [("log", ["second"])], "task", "p")
+    saver.put_writes(at, [("__error__", "ValueError('one')")], "task", "p")
+    saver.put_writes(at, [("__error__", "ValueError('two')")], "task", "p")
+    found = saver.get_tuple(at)
+    assert found is not None
+    assert sorted(found.pending_writes or [], key=repr) == [
+        ("task", "__error__", "ValueError('two')"),
+        ("task", "log", ["first"]),
+    ]
+
+
+def test_writes_to_a_missing_checkpoint_are_refused(saver: BaseSaver) -> None:
+    with pytest.raises(CheckpointNotFoundError):
+        saver.put_writes(config("t", "1f000000-0000-6000-8000-000000000000"), [("x", 1)], "task")
+
+
+def test_delete_thread_removes_only_that_thread(saver: BaseSaver) -> None:
+    put_chain(saver, "t")
+    put_chain(saver, "t", ns="child:1")
+    keep = put_chain(saver, "u")
+    saver.delete_thread("t")
+    assert saver.get_tuple(config("t")) is None
+    assert saver.get_tuple(config("t", ns="child:1")) is None
+    assert listed(saver, None) == keep[::-1]
+
+
+def test_a_saver_missing_a_method_fails_at_construction() -> None:
+    class Incomplete(BaseSaver):  # type: ignore[misc]
+        def get_tuple(self, config: Any) -> None:
+            return None
+
+    with pytest.raises(TypeError, match="abstract"):
+        Incomplete()  # type: ignore[abstract]
