@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 TEST ?= tests
 
-.PHONY: install test demo bench clean
+.PHONY: install test demo bench lint typecheck check clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -21,6 +21,15 @@ test: $(VENV)/.installed-dev
 
 demo: $(VENV)/.installed-dev
 	$(BIN)/python -m fixtures.demo
+
+lint: $(VENV)/.installed-dev
+	$(BIN)/ruff check ttcli tests fixtures bench
+	$(BIN)/ruff format --check ttcli tests fixtures bench
+
+typecheck: $(VENV)/.installed-dev
+	$(BIN)/mypy
+
+check: lint typecheck test
 
 bench: $(VENV)/.installed-dev
 	$(BIN)/python -m bench

@@ -42,7 +42,9 @@ class LogState(TypedDict):
     log: Annotated[list[str], operator.add]
 
 
-def fan_out(api: SimpleNamespace, calls: list[str] | None = None, fail: set[str] | None = None) -> Any:
+def fan_out(
+    api: SimpleNamespace, calls: list[str] | None = None, fail: set[str] | None = None
+) -> Any:
     """START -> a -> (b, c) -> join -> d -> END; nodes named in `fail` raise once each."""
     failing = set(fail or ())
 

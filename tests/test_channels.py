@@ -33,11 +33,18 @@ def test_last_value_rejects_two_writes_in_one_superstep() -> None:
         (operator.add, list, [["a"], ["b", "c"]], ["a", "b", "c"]),
         (operator.add, int, [1, 2, 3], 6),
         (max, None, [3, 9, 4], 9),
-        (lambda left, right: {**left, **right}, dict, [{"a": 1}, {"a": 2, "b": 3}], {"a": 2, "b": 3}),
+        (
+            lambda left, right: {**left, **right},
+            dict,
+            [{"a": 1}, {"a": 2, "b": 3}],
+            {"a": 2, "b": 3},
+        ),
     ],
     ids=["list-add", "int-add", "max-no-default", "dict-merge"],
 )
-def test_reducer_folds_every_write(reducer: Any, default: Any, writes: list[Any], expected: Any) -> None:
+def test_reducer_folds_every_write(
+    reducer: Any, default: Any, writes: list[Any], expected: Any
+) -> None:
     channel = ReducerChannel("k", reducer, default).restore()
     assert channel.update(writes) is True
     assert channel.get() == expected

@@ -18,8 +18,16 @@ from langgraph.checkpoint.memory import InMemorySaver as LgInMemorySaver
 import ttcli
 from tests import graphs
 
-TTCLI = SimpleNamespace(name="ttcli", StateGraph=ttcli.StateGraph, START=ttcli.START, END=ttcli.END, Saver=ttcli.InMemorySaver)
-LANGGRAPH = SimpleNamespace(name="langgraph", StateGraph=lg.StateGraph, START=lg.START, END=lg.END, Saver=LgInMemorySaver)
+TTCLI = SimpleNamespace(
+    name="ttcli",
+    StateGraph=ttcli.StateGraph,
+    START=ttcli.START,
+    END=ttcli.END,
+    Saver=ttcli.InMemorySaver,
+)
+LANGGRAPH = SimpleNamespace(
+    name="langgraph", StateGraph=lg.StateGraph, START=lg.START, END=lg.END, Saver=LgInMemorySaver
+)
 
 Scenario = Callable[[SimpleNamespace], Any]
 
@@ -35,14 +43,16 @@ def normalise(history: list[Any]) -> list[dict[str, Any]]:
     for snap in history:
         parent = snap.parent_config["configurable"]["checkpoint_id"] if snap.parent_config else None
         metadata = {k: v for k, v in (snap.metadata or {}).items() if k != "writes"}
-        rows.append({
-            "values": snap.values,
-            "next": snap.next,
-            "metadata": metadata,
-            "parent": position.get(parent, parent and "outside"),
-            "tasks": [(t.name, t.path, t.result, t.error) for t in snap.tasks],
-            "interrupts": snap.interrupts,
-        })
+        rows.append(
+            {
+                "values": snap.values,
+                "next": snap.next,
+                "metadata": metadata,
+                "parent": position.get(parent, parent and "outside"),
+                "tasks": [(t.name, t.path, t.result, t.error) for t in snap.tasks],
+                "interrupts": snap.interrupts,
+            }
+        )
     return rows
 
 
@@ -69,7 +79,9 @@ def conditional_loop(api: SimpleNamespace) -> Any:
 
 def router_paths(api: SimpleNamespace) -> Any:
     app = graphs.router(api).compile(checkpointer=api.Saver())
-    results = [app.invoke({"kind": kind, "log": []}, cfg(kind)) for kind in ("left", "both", "none")]
+    results = [
+        app.invoke({"kind": kind, "log": []}, cfg(kind)) for kind in ("left", "both", "none")
+    ]
     return results, [history_of(app, kind) for kind in ("left", "both", "none")]
 
 
@@ -86,8 +98,12 @@ def history_queries(api: SimpleNamespace) -> Any:
         "before_limit": {"before": step1.config, "limit": 2},
         "limit": {"limit": 3},
     }
-    return {name: [(s.metadata["source"], s.metadata["step"]) for s in app.get_state_history(cfg(), **kw)]
-            for name, kw in queries.items()}
+    return {
+        name: [
+            (s.metadata["source"], s.metadata["step"]) for s in app.get_state_history(cfg(), **kw)
+        ]
+        for name, kw in queries.items()
+    }
 
 
 def update_latest_and_past(api: SimpleNamespace) -> Any:
@@ -101,8 +117,17 @@ def update_latest_and_past(api: SimpleNamespace) -> Any:
     forked = app.update_state(step0.config, {"x": 100})
     after_fork = app.get_state(forked)
     rerun = app.invoke(None, forked)
-    return (after_latest.values, after_latest.next, resumed, after_fork.values, after_fork.next,
-            after_fork.metadata["source"], rerun, calls, history_of(app))
+    return (
+        after_latest.values,
+        after_latest.next,
+        resumed,
+        after_fork.values,
+        after_fork.next,
+        after_fork.metadata["source"],
+        rerun,
+        calls,
+        history_of(app),
+    )
 
 
 def update_default_as_node(api: SimpleNamespace) -> Any:
@@ -164,13 +189,24 @@ def streams(api: SimpleNamespace) -> Any:
         for event in app.stream({"log": []}, cfg("d"), stream_mode="debug")
     ]
     sort_key = repr
-    return values, sorted(updates, key=sort_key), sorted(multi, key=sort_key), sorted(debug, key=sort_key)
+    return (
+        values,
+        sorted(updates, key=sort_key),
+        sorted(multi, key=sort_key),
+        sorted(debug, key=sort_key),
+    )
 
 
 def metadata_user_keys(api: SimpleNamespace) -> Any:
     app = graphs.linear(api).compile(checkpointer=api.Saver())
     config = {
-        "configurable": {"thread_id": "m", "user_id": "u1", "n": 3, "obj": {"a": 1}, "__hidden": "h"},
+        "configurable": {
+            "thread_id": "m",
+            "user_id": "u1",
+            "n": 3,
+            "obj": {"a": 1},
+            "__hidden": "h",
+        },
         "metadata": {"tag": "T"},
     }
     app.invoke({"x": 1, "log": []}, config)
@@ -187,8 +223,15 @@ def parallel_failure_resume(api: SimpleNamespace) -> Any:
     record = history_of(app)
     calls.clear()
     result = app.invoke(None, cfg())
-    return (live.values, live.next, [(t.name, t.result, t.error) for t in live.tasks], record,
-            result, calls, history_of(app))
+    return (
+        live.values,
+        live.next,
+        [(t.name, t.result, t.error) for t in live.tasks],
+        record,
+        result,
+        calls,
+        history_of(app),
+    )
 
 
 def recursion_limit(api: SimpleNamespace) -> Any:
@@ -196,9 +239,13 @@ def recursion_limit(api: SimpleNamespace) -> Any:
     for until, limit in [(4, 5), (5, 5), (9, 5)]:
         app = graphs.counter_loop(api, until=until).compile(checkpointer=api.Saver())
         try:
-            outcomes.append(app.invoke({"n": 0, "trail": []}, {**cfg(f"{until}"), "recursion_limit": limit}))
+            outcomes.append(
+                app.invoke({"n": 0, "trail": []}, {**cfg(f"{until}"), "recursion_limit": limit})
+            )
         except RecursionError as exc:
-            outcomes.append(("recursion", str(exc).splitlines()[0], len(history_of(app, f"{until}"))))
+            outcomes.append(
+                ("recursion", str(exc).splitlines()[0], len(history_of(app, f"{until}")))
+            )
     return outcomes
 
 
@@ -206,8 +253,11 @@ def no_checkpointer(api: SimpleNamespace) -> Any:
     app = graphs.linear(api).compile()
     result = app.invoke({"x": 1, "log": []})
     errors = []
-    for call in (lambda: app.get_state(cfg()), lambda: list(app.get_state_history(cfg())),
-                 lambda: app.update_state(cfg(), {"x": 1})):
+    for call in (
+        lambda: app.get_state(cfg()),
+        lambda: list(app.get_state_history(cfg())),
+        lambda: app.update_state(cfg(), {"x": 1}),
+    ):
         with pytest.raises(ValueError) as info:
             call()
         errors.append(str(info.value))
@@ -229,8 +279,17 @@ def breakpoints(api: SimpleNamespace) -> Any:
     finished = after.invoke(None, cfg("after"))
     per_call = graphs.linear(api).compile(checkpointer=api.Saver())
     per_call_first = per_call.invoke({"x": 1, "log": []}, cfg("call"), interrupt_before=["a"])
-    return (first, paused.next, resumed, history_of(app), stopped, finished, history_of(after, "after"),
-            per_call_first, history_of(per_call, "call"))
+    return (
+        first,
+        paused.next,
+        resumed,
+        history_of(app),
+        stopped,
+        finished,
+        history_of(after, "after"),
+        per_call_first,
+        history_of(per_call, "call"),
+    )
 
 
 def missing_thread_state(api: SimpleNamespace) -> Any:
@@ -240,9 +299,22 @@ def missing_thread_state(api: SimpleNamespace) -> Any:
 
 
 SCENARIOS: list[Scenario] = [
-    linear_run, fan_out_run, conditional_loop, router_paths, history_queries, update_latest_and_past,
-    update_default_as_node, update_as_start_clears_pending, replay, two_invokes, streams,
-    metadata_user_keys, parallel_failure_resume, recursion_limit, no_checkpointer, breakpoints,
+    linear_run,
+    fan_out_run,
+    conditional_loop,
+    router_paths,
+    history_queries,
+    update_latest_and_past,
+    update_default_as_node,
+    update_as_start_clears_pending,
+    replay,
+    two_invokes,
+    streams,
+    metadata_user_keys,
+    parallel_failure_resume,
+    recursion_limit,
+    no_checkpointer,
+    breakpoints,
     missing_thread_state,
 ]
 

@@ -17,7 +17,8 @@ ROOT = Path(__file__).parent.parent
 def test_all_is_sorted_and_complete() -> None:
     assert ttcli.__all__ == sorted(ttcli.__all__)
     public = {
-        name for name, value in vars(ttcli).items()
+        name
+        for name, value in vars(ttcli).items()
         if not name.startswith("_") and not isinstance(value, types.ModuleType)
     }
     assert public == set(ttcli.__all__)

@@ -19,7 +19,15 @@ from ttcli.graph.messages import REMOVE_ALL_MESSAGES, Message, to_message
         ("plain string", "human", "plain string"),
         (AIMessage("obj"), "ai", "obj"),
     ],
-    ids=["tuple-user", "tuple-assistant", "tuple-system", "role-dict", "type-dict", "string", "message"],
+    ids=[
+        "tuple-user",
+        "tuple-assistant",
+        "tuple-system",
+        "role-dict",
+        "type-dict",
+        "string",
+        "message",
+    ],
 )
 def test_messages_coerce_to_plain_dicts(given: object, expected_type: str, content: str) -> None:
     message = to_message(given)
@@ -54,12 +62,17 @@ def test_same_id_replaces_in_place() -> None:
 
 
 def test_remove_message_deletes_by_id() -> None:
-    merged = add_messages([HumanMessage("a", id="1"), AIMessage("b", id="2")], [RemoveMessage(id="1")])
+    merged = add_messages(
+        [HumanMessage("a", id="1"), AIMessage("b", id="2")], [RemoveMessage(id="1")]
+    )
     assert [m.id for m in merged] == ["2"]
 
 
 def test_remove_all_clears_then_appends_what_follows() -> None:
-    merged = add_messages([HumanMessage("a", id="1")], [RemoveMessage(id=REMOVE_ALL_MESSAGES), HumanMessage("z", id="9")])
+    merged = add_messages(
+        [HumanMessage("a", id="1")],
+        [RemoveMessage(id=REMOVE_ALL_MESSAGES), HumanMessage("z", id="9")],
+    )
     assert [m.id for m in merged] == ["9"]
 
 

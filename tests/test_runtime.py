@@ -48,7 +48,9 @@ def test_checkpoint_ids_sort_in_creation_order_and_chain_by_parent(linear_app: A
     history = list(linear_app.get_state_history(cfg()))
     checkpoint_ids = [s.config["configurable"]["checkpoint_id"] for s in history]
     assert checkpoint_ids == sorted(checkpoint_ids, reverse=True)
-    assert [s.parent_config["configurable"]["checkpoint_id"] for s in history[:-1]] == checkpoint_ids[1:]
+    assert [
+        s.parent_config["configurable"]["checkpoint_id"] for s in history[:-1]
+    ] == checkpoint_ids[1:]
     assert history[-1].parent_config is None
     assert all(s.created_at and s.created_at.endswith("+00:00") for s in history)
 
@@ -58,7 +60,9 @@ def test_replay_keeps_the_old_branch_unchanged(linear_app: Any) -> None:
     before = [(s.config, s.values, s.next, s.metadata) for s in linear_app.get_state_history(cfg())]
     step0 = next(s for s in linear_app.get_state_history(cfg()) if s.metadata["step"] == 0)
     linear_app.invoke(None, step0.config)
-    after = {s.config["configurable"]["checkpoint_id"]: s for s in linear_app.get_state_history(cfg())}
+    after = {
+        s.config["configurable"]["checkpoint_id"]: s for s in linear_app.get_state_history(cfg())
+    }
     for config, values, next_nodes, metadata in before:
         kept = after[config["configurable"]["checkpoint_id"]]
         assert (kept.values, kept.next, kept.metadata) == (values, next_nodes, metadata)
@@ -84,7 +88,10 @@ def test_history_with_a_checkpoint_id_narrows_to_it(linear_app: Any) -> None:
 def test_unknown_checkpoint_id_is_an_error_not_a_fresh_run(linear_app: Any) -> None:
     linear_app.invoke({"x": 1, "log": []}, cfg())
     missing = cfg(checkpoint_id="1f000000-0000-6000-8000-000000000000")
-    with pytest.raises(CheckpointNotFoundError, match="checkpoint '1f000000-0000-6000-8000-000000000000' not found in thread 't'"):
+    with pytest.raises(
+        CheckpointNotFoundError,
+        match="checkpoint '1f000000-0000-6000-8000-000000000000' not found in thread 't'",
+    ):
         linear_app.invoke(None, missing)
     with pytest.raises(CheckpointNotFoundError):
         linear_app.update_state(missing, {"x": 1})
@@ -98,10 +105,15 @@ def test_copy_makes_a_sibling_fork(linear_app: Any) -> None:
     copied = linear_app.get_state(linear_app.update_state(step1.config, None, as_node="__copy__"))
     assert copied.parent_config == step1.parent_config
     assert (copied.values, copied.next, copied.metadata["source"], copied.metadata["step"]) == (
-        step1.values, step1.next, "fork", 2,
+        step1.values,
+        step1.next,
+        "fork",
+        2,
     )
     with pytest.raises(InvalidUpdateError, match="Cannot copy a non-existent checkpoint"):
-        linear_app.update_state(cfg(checkpoint_id="1f000000-0000-6000-8000-000000000000"), None, as_node="__copy__")
+        linear_app.update_state(
+            cfg(checkpoint_id="1f000000-0000-6000-8000-000000000000"), None, as_node="__copy__"
+        )
 
 
 def test_update_as_end_marks_pending_tasks_done(linear_app: Any) -> None:
@@ -128,6 +140,7 @@ def test_parallel_nodes_run_at_the_same_time() -> None:
         def run(state: Any) -> dict[str, Any]:
             barrier.wait()
             return {"messages": [("ai", name)]}
+
         return run
 
     builder = StateGraph(S)
@@ -194,7 +207,9 @@ def test_message_ids_are_fixed_at_input_so_replays_keep_them() -> None:
     builder.add_edge(START, "bot")
     app = builder.compile(checkpointer=InMemorySaver())
     first = app.invoke({"messages": [("user", "hi")]}, cfg())
-    first_input = next(s for s in app.get_state_history(cfg()) if s.metadata["source"] == "input")
+    first_input = next(
+        s for s in app.get_state_history(cfg()) if (s.metadata or {})["source"] == "input"
+    )
     replayed = app.invoke(None, first_input.config)
     assert first["messages"][0].id == replayed["messages"][0].id
     assert first["messages"][1].id != replayed["messages"][1].id  # the bot ran again

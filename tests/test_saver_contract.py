@@ -13,8 +13,12 @@ from ttcli.savers.base import BaseSaver, Checkpoint
 
 def make_checkpoint(step: int, **values: Any) -> Checkpoint:
     return Checkpoint(
-        v=1, id=checkpoint_id(step), ts="2026-11-30T00:00:00+00:00", channel_values=dict(values),
-        channel_versions={key: step + 2 for key in values}, versions_seen={"__input__": {}},
+        v=1,
+        id=checkpoint_id(step),
+        ts="2026-11-30T00:00:00+00:00",
+        channel_values=dict(values),
+        channel_versions={key: step + 2 for key in values},
+        versions_seen={"__input__": {}},
         updated_channels=sorted(values),
     )
 
@@ -26,7 +30,9 @@ def config(thread: str = "t", checkpoint: str | None = None, ns: str = "") -> di
     return {"configurable": configurable}
 
 
-def put_chain(saver: BaseSaver, thread: str = "t", steps: int = 3, ns: str = "", **extra: Any) -> list[str]:
+def put_chain(
+    saver: BaseSaver, thread: str = "t", steps: int = 3, ns: str = "", **extra: Any
+) -> list[str]:
     """A chain of checkpoints, step -1 .. steps-2, each the parent of the next."""
     parent: str | None = None
     created = []
@@ -66,7 +72,12 @@ def test_get_missing_returns_none(saver: BaseSaver) -> None:
 def test_checkpoint_round_trips_exactly(saver: BaseSaver) -> None:
     checkpoint = make_checkpoint(0, text="héllo", items=[1, 2, {"k": None}], flag=True, num=1.5)
     checkpoint["versions_seen"] = {"__input__": {}, "a": {"branch:to:a": 2}}
-    saver.put(config(), checkpoint, {"source": "loop", "step": 0, "parents": {}, "writes": {"a": {"x": 1}}}, {})
+    saver.put(
+        config(),
+        checkpoint,
+        {"source": "loop", "step": 0, "parents": {}, "writes": {"a": {"x": 1}}},
+        {},
+    )
     found = saver.get_tuple(config())
     assert found is not None
     assert found.checkpoint == checkpoint
@@ -115,8 +126,18 @@ def test_list_before_limit_and_checkpoint_id(saver: BaseSaver) -> None:
         ({"flag": 1}, []),
         ({"unknown_key": "x"}, []),
     ],
-    ids=["source", "step", "and-no-match", "none-matches-missing", "user-key", "user-key-other",
-         "dotted-nested", "bool", "bool-is-not-int", "unknown-key-matches-nothing"],
+    ids=[
+        "source",
+        "step",
+        "and-no-match",
+        "none-matches-missing",
+        "user-key",
+        "user-key-other",
+        "dotted-nested",
+        "bool",
+        "bool-is-not-int",
+        "unknown-key-matches-nothing",
+    ],
 )
 def test_list_filter(saver: BaseSaver, filter_: dict[str, Any], expected_steps: list[int]) -> None:
     put_chain(saver, user="u1", nested={"deep": 3}, flag=True)
@@ -180,7 +201,7 @@ def test_delete_thread_removes_only_that_thread(saver: BaseSaver) -> None:
 
 
 def test_a_saver_missing_a_method_fails_at_construction() -> None:
-    class Incomplete(BaseSaver):  # type: ignore[misc]
+    class Incomplete(BaseSaver):
         def get_tuple(self, config: Any) -> None:
             return None
 

@@ -59,7 +59,9 @@ class StateGraph:
             raise GraphDefinitionError(f"Node `{node}` is reserved.")
         for char in RESERVED_CHARS:
             if char in node:
-                raise GraphDefinitionError(f"'{char}' is a reserved character and is not allowed in the node names.")
+                raise GraphDefinitionError(
+                    f"'{char}' is a reserved character and is not allowed in the node names."
+                )
         if node in self.nodes:
             raise GraphDefinitionError(f"Node `{node}` already present.")
         if not callable(action):
@@ -81,7 +83,9 @@ class StateGraph:
             if start == END:
                 raise GraphDefinitionError("END cannot be a start node")
         if end_key in (START, END):
-            raise GraphDefinitionError(f"{'START' if end_key == START else 'END'} cannot be the end of a join edge")
+            raise GraphDefinitionError(
+                f"{'START' if end_key == START else 'END'} cannot be the end of a join edge"
+            )
         self.waiting_edges.add((starts, end_key))
         return self
 
@@ -93,14 +97,22 @@ class StateGraph:
     ) -> StateGraph:
         """After `source`, go where `path(state)` says: a node name, a list of them, or END."""
         if not callable(path):
-            raise GraphDefinitionError(f"Conditional edge from `{source}` needs a callable path, got {path!r}")
+            raise GraphDefinitionError(
+                f"Conditional edge from `{source}` needs a callable path, got {path!r}"
+            )
         name = getattr(path, "__name__", "condition")
         if name == "<lambda>":
             name = "condition"
-        mapping = dict(zip(path_map, path_map, strict=True)) if isinstance(path_map, Sequence) and not isinstance(path_map, str) else path_map
+        mapping: dict[Hashable, str] | None
+        if isinstance(path_map, dict) or path_map is None:
+            mapping = path_map
+        else:  # a list of destinations maps each name to itself
+            mapping = {name: name for name in path_map}
         branches = self.branches.setdefault(source, {})
         if name in branches:
-            raise GraphDefinitionError(f"Branch with name `{name}` already exists for node `{source}`")
+            raise GraphDefinitionError(
+                f"Branch with name `{name}` already exists for node `{source}`"
+            )
         branches[name] = Branch(path, mapping, name)
         return self
 
@@ -110,7 +122,9 @@ class StateGraph:
             raise GraphDefinitionError("Sequence requires at least one node.")
         previous: str | None = None
         for item in nodes:
-            name, action = item if isinstance(item, tuple) else (getattr(item, "__name__", repr(item)), item)
+            name, action = (
+                item if isinstance(item, tuple) else (getattr(item, "__name__", repr(item)), item)
+            )
             self.add_node(name, action)
             if previous is not None:
                 self.add_edge(previous, name)
@@ -120,7 +134,9 @@ class StateGraph:
     def set_entry_point(self, key: str) -> StateGraph:
         return self.add_edge(START, key)
 
-    def set_conditional_entry_point(self, path: PathFunc, path_map: dict[Hashable, str] | Sequence[str] | None = None) -> StateGraph:
+    def set_conditional_entry_point(
+        self, path: PathFunc, path_map: dict[Hashable, str] | Sequence[str] | None = None
+    ) -> StateGraph:
         return self.add_conditional_edges(START, path, path_map)
 
     def set_finish_point(self, key: str) -> StateGraph:
@@ -129,12 +145,18 @@ class StateGraph:
     def validate(self) -> None:
         """Raise GraphDefinitionError for any edge or branch naming an unknown node."""
         known = set(self.nodes)
-        sources = {start for start, _ in self.edges} | {s for starts, _ in self.waiting_edges for s in starts} | set(self.branches)
+        sources = (
+            {start for start, _ in self.edges}
+            | {s for starts, _ in self.waiting_edges for s in starts}
+            | set(self.branches)
+        )
         for source in sorted(sources):
             if source != START and source not in known:
                 raise GraphDefinitionError(f"Found edge starting at unknown node '{source}'")
         if START not in sources:
-            raise GraphDefinitionError("Graph must have an entrypoint: add at least one edge from START to another node")
+            raise GraphDefinitionError(
+                "Graph must have an entrypoint: add at least one edge from START to another node"
+            )
         targets = {end for _, end in self.edges} | {end for _, end in self.waiting_edges}
         for target in sorted(targets):
             if target != END and target not in known:
@@ -144,7 +166,8 @@ class StateGraph:
                 for destination in (branch.path_map or {}).values():
                     if destination != END and destination not in known:
                         raise GraphDefinitionError(
-                            f"At '{source}' node, '{branch.name}' branch found unknown target '{destination}'"
+                            f"At '{source}' node, '{branch.name}' branch "
+                            f"found unknown target '{destination}'"
                         )
 
     def compile(

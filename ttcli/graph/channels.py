@@ -114,7 +114,9 @@ class EphemeralValue(Channel):
             self.value = MISSING
             return True
         if self.guard and len(values) > 1:
-            raise InvalidUpdateError(f"EphemeralValue {self.key!r} can receive only one value per step")
+            raise InvalidUpdateError(
+                f"EphemeralValue {self.key!r} can receive only one value per step"
+            )
         self.value = values[-1]
         return True
 
@@ -133,7 +135,9 @@ class BarrierChannel(Channel):
         seen = set(self.value)
         for name in values:
             if name not in self.names:
-                raise InvalidUpdateError(f"At key '{self.key}': value {name!r} is not one of {sorted(self.names)}")
+                raise InvalidUpdateError(
+                    f"At key '{self.key}': value {name!r} is not one of {sorted(self.names)}"
+                )
             seen.add(name)
         changed = len(seen) != len(self.value)
         # stored sorted so checkpoints are deterministic and msgpack-friendly

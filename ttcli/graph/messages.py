@@ -74,7 +74,10 @@ class RemoveMessage(Message):
         super().__init__("", id=id, **fields)
 
 
-_CLASSES = {cls.message_type: cls for cls in (HumanMessage, AIMessage, SystemMessage, ToolMessage, RemoveMessage)}
+_CLASSES = {
+    cls.message_type: cls
+    for cls in (HumanMessage, AIMessage, SystemMessage, ToolMessage, RemoveMessage)
+}
 
 
 def to_message(value: Any) -> Message:
@@ -90,7 +93,9 @@ def to_message(value: Any) -> Message:
         fields = dict(value)
         role = fields.pop("type", None) or fields.pop("role", None)
         if role is None or "content" not in fields and role != "remove":
-            raise ValueError(f"Message dict must contain 'role' (or 'type') and 'content' keys, got {value!r}")
+            raise ValueError(
+                f"Message dict must contain 'role' (or 'type') and 'content' keys, got {value!r}"
+            )
         return _make(role, fields)
     raise ValueError(f"Unsupported message type: {type(value).__name__} ({value!r})")
 
@@ -133,7 +138,9 @@ def add_messages(left: Sequence[Any] | Any, right: Sequence[Any] | Any) -> list[
     for message in incoming:
         if message.type == "remove":
             if message.id not in index:
-                raise ValueError(f"Attempting to delete a message with an ID that doesn't exist ('{message.id}')")
+                raise ValueError(
+                    f"Attempting to delete a message with an ID that doesn't exist ('{message.id}')"
+                )
             removed.add(message.id)
         elif message.id in index:
             merged[index[message.id]] = message

@@ -67,7 +67,9 @@ def read_input(schema: type[Any], value: Any, keys: Mapping[str, Channel]) -> di
     if isinstance(value, Mapping):
         found = {key: value[key] for key in value if key in keys}
     elif dataclasses.is_dataclass(value) and not isinstance(value, type):
-        found = {f.name: getattr(value, f.name) for f in dataclasses.fields(value) if f.name in keys}
+        found = {
+            f.name: getattr(value, f.name) for f in dataclasses.fields(value) if f.name in keys
+        }
     elif hasattr(value, "model_fields"):  # pydantic model instance
         found = {key: getattr(value, key) for key in type(value).model_fields if key in keys}
     else:

@@ -32,8 +32,13 @@ class Task:
 
 def empty_checkpoint() -> Checkpoint:
     return Checkpoint(
-        v=1, id="", ts="", channel_values={}, channel_versions={},
-        versions_seen={"__input__": {}}, updated_channels=None,
+        v=1,
+        id="",
+        ts="",
+        channel_values={},
+        channel_versions={},
+        versions_seen={"__input__": {}},
+        updated_channels=None,
     )
 
 
@@ -54,7 +59,8 @@ def prepare_tasks(
         seen = checkpoint["versions_seen"].get(name, {})
         fired = tuple(
             sorted(
-                chan for chan in plan.nodes[name].triggers
+                chan
+                for chan in plan.nodes[name].triggers
                 if channels[chan].is_available() and versions.get(chan, 0) > seen.get(chan, 0)
             )
         )
@@ -114,7 +120,9 @@ def apply_writes(
 
 
 def should_interrupt(checkpoint: Checkpoint, nodes: Sequence[str], tasks: Iterable[Task]) -> bool:
-    """A static breakpoint fires when something changed since the last one and a due task is named."""
+    """A breakpoint fires if anything changed since the last one fired and a due task is named."""
     seen = checkpoint["versions_seen"].get(INTERRUPT, {})
-    changed = any(version > seen.get(chan, 0) for chan, version in checkpoint["channel_versions"].items())
+    changed = any(
+        version > seen.get(chan, 0) for chan, version in checkpoint["channel_versions"].items()
+    )
     return changed and any("*" in nodes or task.name in nodes for task in tasks)

@@ -13,10 +13,19 @@ from ttcli.runtime.ids import checkpoint_id
 from ttcli.savers.base import Checkpoint
 
 # configurable keys that describe where a checkpoint is, not who asked for it
-_NOT_METADATA = frozenset({
-    "thread_id", "checkpoint_id", "checkpoint_ns", "checkpoint_map", "langgraph_step",
-    "langgraph_node", "langgraph_triggers", "langgraph_path", "langgraph_checkpoint_ns",
-})
+_NOT_METADATA = frozenset(
+    {
+        "thread_id",
+        "checkpoint_id",
+        "checkpoint_ns",
+        "checkpoint_map",
+        "langgraph_step",
+        "langgraph_node",
+        "langgraph_triggers",
+        "langgraph_path",
+        "langgraph_checkpoint_ns",
+    }
+)
 
 
 def utc_now() -> str:
@@ -49,7 +58,7 @@ def new_checkpoint(
 def checkpoint_metadata(
     config: RunnableConfig, source: str, step: int, writes: dict[str, Any] | None
 ) -> dict[str, Any]:
-    """source/step/parents/writes, then the caller's scalar config keys (as LangGraph copies them)."""
+    """source, step, parents, writes, then the caller's scalar config keys (LangGraph's rule)."""
     metadata: dict[str, Any] = {"source": source, "step": step, "parents": {}, "writes": writes}
     for mapping in (config.get("metadata") or {}, config.get("configurable") or {}):
         for key, value in mapping.items():

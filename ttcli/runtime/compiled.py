@@ -55,11 +55,19 @@ class CompiledStateGraph:
         modes = (stream_mode,) if isinstance(stream_mode, str) else tuple(stream_mode)
         for mode in modes:
             if mode not in STREAM_MODES:
-                raise ConfigError(f"Unknown stream_mode {mode!r}; use one of {', '.join(STREAM_MODES)}")
+                raise ConfigError(
+                    f"Unknown stream_mode {mode!r}; use one of {', '.join(STREAM_MODES)}"
+                )
         run = Run(
-            self, input, config,
-            interrupt_before=self.interrupt_before_nodes if interrupt_before is None else interrupt_before,
-            interrupt_after=self.interrupt_after_nodes if interrupt_after is None else interrupt_after,
+            self,
+            input,
+            config,
+            interrupt_before=self.interrupt_before_nodes
+            if interrupt_before is None
+            else interrupt_before,
+            interrupt_after=self.interrupt_after_nodes
+            if interrupt_after is None
+            else interrupt_after,
             modes=modes,
         )
         for mode, chunk in run.stream():
@@ -76,10 +84,15 @@ class CompiledStateGraph:
         interrupt_after: Sequence[str] | None = None,
     ) -> Any:
         """Run the graph to the end (or a breakpoint) and return the final state."""
-        chunks = list(self.stream(
-            input, config, stream_mode=stream_mode,
-            interrupt_before=interrupt_before, interrupt_after=interrupt_after,
-        ))
+        chunks = list(
+            self.stream(
+                input,
+                config,
+                stream_mode=stream_mode,
+                interrupt_before=interrupt_before,
+                interrupt_after=interrupt_after,
+            )
+        )
         if stream_mode == "values":
             return chunks[-1] if chunks else None
         return chunks
@@ -99,7 +112,9 @@ class CompiledStateGraph:
             self.plan, self._saver(), config, filter=filter, before=before, limit=limit
         )
 
-    def update_state(self, config: RunnableConfig, values: Any, as_node: str | None = None) -> RunnableConfig:
+    def update_state(
+        self, config: RunnableConfig, values: Any, as_node: str | None = None
+    ) -> RunnableConfig:
         return update.update_state(self.plan, self._saver(), config, values, as_node)
 
     def _saver(self) -> BaseSaver:

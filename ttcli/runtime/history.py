@@ -41,6 +41,11 @@ def get_state_history(
 
 def _snapshot(plan: GraphPlan, saved: CheckpointTuple, *, live: bool) -> StateSnapshot:
     return snapshot_of(
-        plan, saved.config, saved.checkpoint, saved.metadata, saved.parent_config,
-        list(saved.pending_writes or []), live=live,
+        plan,
+        saved.config,
+        saved.checkpoint,
+        saved.metadata,
+        saved.parent_config,
+        list(saved.pending_writes or []),
+        live=live,
     )

@@ -57,7 +57,9 @@ class Run:
             self.ref = CheckpointRef.from_config(self.config)
         else:
             configurable = self.config.get("configurable") or {}
-            self.ref = CheckpointRef(str(configurable.get("thread_id", "")), configurable.get("checkpoint_ns") or "")
+            self.ref = CheckpointRef(
+                str(configurable.get("thread_id", "")), configurable.get("checkpoint_ns") or ""
+            )
 
     def stream(self) -> Iterator[Chunk]:
         """Run to the end (or a breakpoint), yielding (mode, chunk) pairs as they happen."""
@@ -69,17 +71,23 @@ class Run:
                     f"Recursion limit of {self.limit} reached without hitting a stop condition. "
                     "You can increase the limit by setting the `recursion_limit` config key."
                 )
-            tasks = prepare_tasks(self.plan, self.checkpoint, self.channels, self.step, self.ref.checkpoint_ns)
+            tasks = prepare_tasks(
+                self.plan, self.checkpoint, self.channels, self.step, self.ref.checkpoint_ns
+            )
             if not tasks:
                 return
-            if self.interrupt_before and should_interrupt(self.checkpoint, self.interrupt_before, tasks):
+            if self.interrupt_before and should_interrupt(
+                self.checkpoint, self.interrupt_before, tasks
+            ):
                 return
             yield from self._run_tasks(tasks)
             updated = apply_writes(self.checkpoint, self.channels, tasks)
             writes = {task.name: task.output for task in tasks if task.name != START} or None
             yield from self._put_checkpoint("loop", writes, updated)
             yield "values", self.plan.values(self.channels)
-            if self.interrupt_after and should_interrupt(self.checkpoint, self.interrupt_after, tasks):
+            if self.interrupt_after and should_interrupt(
+                self.checkpoint, self.interrupt_after, tasks
+            ):
                 return
 
     def _load(self) -> None:
@@ -95,7 +103,9 @@ class Run:
         self.step = int(self.metadata["step"]) + 1
         self.stop = self.step + self.limit + 1
         self.superseded = bool(
-            saved and self.ref.checkpoint_id and self.saver is not None
+            saved
+            and self.ref.checkpoint_id
+            and self.saver is not None
             and (latest := self.saver.get_tuple(self.ref.at(None).to_config())) is not None
             and latest.checkpoint["id"] != saved.checkpoint["id"]
         )
@@ -109,13 +119,17 @@ class Run:
                 # replay re-executes: writes saved by the earlier run are not reused
                 self.pending = []
             self.checkpoint["versions_seen"][INTERRUPT] = dict(self.checkpoint["channel_versions"])
-            if time_travel and (self.metadata.get("source") not in ("update", "fork") or self.superseded):
+            if time_travel and (
+                self.metadata.get("source") not in ("update", "fork") or self.superseded
+            ):
                 yield from self._put_checkpoint("fork", None, None)
             yield "values", self.plan.values(self.channels)
             return
         values = read_input(self.plan.schema, self.input, self.plan.state_keys)
         # new input abandons whatever the previous checkpoint still had scheduled
-        discarded = prepare_tasks(self.plan, self.checkpoint, self.channels, self.step, self.ref.checkpoint_ns)
+        discarded = prepare_tasks(
+            self.plan, self.checkpoint, self.channels, self.step, self.ref.checkpoint_ns
+        )
         start = Task(id="", name=INPUT, path=(), triggers=(), writes=[(START, values)])
         updated = apply_writes(self.checkpoint, self.channels, [*discarded, start])
         yield from self._put_checkpoint("input", {START: values}, updated)
@@ -135,8 +149,17 @@ class Run:
         # the START task is plumbing: LangGraph hides it from debug events, and so do we
         shown = [task for task in to_run if task.name != START] if self.debug else []
         for task in shown:
-            yield "debug", self._debug(
-                "task", {"id": task.id, "name": task.name, "input": self._task_input(task), "triggers": task.triggers}
+            yield (
+                "debug",
+                self._debug(
+                    "task",
+                    {
+                        "id": task.id,
+                        "name": task.name,
+                        "input": self._task_input(task),
+                        "triggers": task.triggers,
+                    },
+                ),
             )
         errors: dict[str, BaseException] = {}
         for task, error in self._execute(to_run):
@@ -148,10 +171,19 @@ class Run:
                 if task.name != START:
                     yield "updates", {task.name: task.output}
             if task in shown:
-                yield "debug", self._debug("task_result", {
-                    "id": task.id, "name": task.name, "error": repr(error) if error else None,
-                    "result": {k: v for k, v in task.writes if k in self.plan.state_keys}, "interrupts": [],
-                })
+                yield (
+                    "debug",
+                    self._debug(
+                        "task_result",
+                        {
+                            "id": task.id,
+                            "name": task.name,
+                            "error": repr(error) if error else None,
+                            "result": {k: v for k, v in task.writes if k in self.plan.state_keys},
+                            "interrupts": [],
+                        },
+                    ),
+                )
         for task in tasks:
             if task.id in errors:
                 raise errors[task.id]
@@ -176,7 +208,9 @@ class Run:
                 output = spec.action(state, config=self.config)
             else:
                 output = spec.action(state)
-            task.output, task.writes = self.plan.node_writes(task.name, output, self.channels, self.config)
+            task.output, task.writes = self.plan.node_writes(
+                task.name, output, self.channels, self.config
+            )
         except Exception as exc:  # the node's failure belongs to the caller, after saving
             return exc
         return None
@@ -190,7 +224,9 @@ class Run:
         if self.saver is not None:
             self.saver.put_writes(self.parent.to_config(), writes, task.id, task.path_text)
 
-    def _put_checkpoint(self, source: str, writes: dict[str, Any] | None, updated: set[str] | None) -> Iterator[Chunk]:
+    def _put_checkpoint(
+        self, source: str, writes: dict[str, Any] | None, updated: set[str] | None
+    ) -> Iterator[Chunk]:
         checkpoint = new_checkpoint(self.checkpoint, self.channels, self.step, updated)
         metadata = checkpoint_metadata(self.config, source, self.step, writes)
         parent_config = self.parent.to_config() if self.parent.checkpoint_id else None
@@ -202,12 +238,32 @@ class Run:
         self.parent = self.ref.at(checkpoint["id"])
         self.step += 1
         if self.debug:
-            snapshot = snapshot_of(self.plan, self.parent.to_config(), checkpoint, metadata, parent_config, [])
-            yield "debug", self._debug("checkpoint", {
-                "config": snapshot.config, "parent_config": parent_config, "values": snapshot.values,
-                "metadata": metadata, "next": list(snapshot.next),
-                "tasks": [{"id": t.id, "name": t.name, "interrupts": (), "state": None} for t in snapshot.tasks],
-            }, step=metadata["step"])
+            snapshot = snapshot_of(
+                self.plan, self.parent.to_config(), checkpoint, metadata, parent_config, []
+            )
+            yield (
+                "debug",
+                self._debug(
+                    "checkpoint",
+                    {
+                        "config": snapshot.config,
+                        "parent_config": parent_config,
+                        "values": snapshot.values,
+                        "metadata": metadata,
+                        "next": list(snapshot.next),
+                        "tasks": [
+                            {"id": t.id, "name": t.name, "interrupts": (), "state": None}
+                            for t in snapshot.tasks
+                        ],
+                    },
+                    step=metadata["step"],
+                ),
+            )
 
     def _debug(self, kind: str, payload: dict[str, Any], step: int | None = None) -> dict[str, Any]:
-        return {"step": self.step if step is None else step, "timestamp": utc_now(), "type": kind, "payload": payload}
+        return {
+            "step": self.step if step is None else step,
+            "timestamp": utc_now(),
+            "type": kind,
+            "payload": payload,
+        }

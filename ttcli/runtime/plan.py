@@ -67,7 +67,10 @@ class GraphPlan:
         """Fresh channel instances holding a checkpoint's values."""
         from ttcli.graph.channels import MISSING
 
-        return {name: spec.restore(channel_values.get(name, MISSING)) for name, spec in self.channels.items()}
+        return {
+            name: spec.restore(channel_values.get(name, MISSING))
+            for name, spec in self.channels.items()
+        }
 
     def values(self, channels: Mapping[str, Channel]) -> dict[str, Any]:
         """The state keys that hold a value."""
@@ -103,7 +106,9 @@ class GraphPlan:
             local[key].update([value])
         return build_state(self.schema, self.values(local))
 
-    def _branch_writes(self, name: str, branch: Branch, state: Any, config: RunnableConfig) -> list[Write]:
+    def _branch_writes(
+        self, name: str, branch: Branch, state: Any, config: RunnableConfig
+    ) -> list[Write]:
         result = branch.path(state, config) if _takes_config(branch.path) else branch.path(state)
         picks = result if isinstance(result, list | tuple) else [result]
         writes: list[Write] = []
@@ -113,8 +118,9 @@ class GraphPlan:
                 continue
             if destination not in self.nodes or destination == START:
                 raise InvalidUpdateError(
-                    f"Branch '{branch.name}' of node '{name}' returned unknown node {destination!r}; "
-                    f"expected one of {sorted(n for n in self.nodes if n != START)} or END"
+                    f"Branch '{branch.name}' of node '{name}' returned unknown node "
+                    f"{destination!r}; expected one of "
+                    f"{sorted(n for n in self.nodes if n != START)} or END"
                 )
             writes.append((branch_channel(destination), None))
         return writes
@@ -127,17 +133,21 @@ def _resolve(name: str, branch: Branch, pick: Hashable) -> Any:
         return branch.path_map[pick]
     except (KeyError, TypeError):
         raise InvalidUpdateError(
-            f"Branch '{branch.name}' of node '{name}' returned {pick!r}, which is not in its path map "
-            f"{sorted(map(str, branch.path_map))}"
+            f"Branch '{branch.name}' of node '{name}' returned {pick!r}, "
+            f"which is not in its path map {sorted(map(str, branch.path_map))}"
         ) from None
 
 
 def _edge_writes(builder: StateGraph, name: str) -> tuple[Write, ...]:
     writes: list[Write] = [
-        (branch_channel(end), None) for start, end in sorted(builder.edges) if start == name and end != END
+        (branch_channel(end), None)
+        for start, end in sorted(builder.edges)
+        if start == name and end != END
     ]
     writes.extend(
-        (join_channel(starts, end), name) for starts, end in sorted(builder.waiting_edges) if name in starts
+        (join_channel(starts, end), name)
+        for starts, end in sorted(builder.waiting_edges)
+        if name in starts
     )
     return tuple(writes)
 

@@ -52,7 +52,9 @@ def snapshot_of(
                 name=task.name,
                 path=task.path,
                 error=str(errors[-1]) if errors else None,
-                result={chan: value for chan, value in done if chan in plan.state_keys} if ran else None,
+                result={chan: value for chan, value in done if chan in plan.state_keys}
+                if ran
+                else None,
             )
         )
     next_names = tuple(task.name for task in tasks)

@@ -40,14 +40,18 @@ def update_state(
             raise InvalidUpdateError("Cannot copy a non-existent checkpoint")
         copied = new_checkpoint(checkpoint, channels, step, None)
         metadata = checkpoint_metadata(config, "fork", step, None)
-        copy_parent = CheckpointRef.from_config(saved.parent_config) if saved.parent_config else ref.at(None)
+        copy_parent = (
+            CheckpointRef.from_config(saved.parent_config) if saved.parent_config else ref.at(None)
+        )
         return saver.put(copy_parent.to_config(), copied, metadata, {})
     node = as_node if as_node is not None else default_as_node(plan, checkpoint)
     if node not in plan.nodes and node != END:
         raise InvalidUpdateError(f"Node {node} does not exist")
     if node == END:
         if values is not None:
-            raise InvalidUpdateError("An update as END takes no values: use update_state(config, None, as_node=END)")
+            raise InvalidUpdateError(
+                "An update as END takes no values: use update_state(config, None, as_node=END)"
+            )
         # every task due here counts as done, with no writes
         tasks = prepare_tasks(plan, checkpoint, channels, step, ref.checkpoint_ns)
         written = None
@@ -59,11 +63,13 @@ def update_state(
     updated = apply_writes(checkpoint, channels, tasks)
     new = new_checkpoint(checkpoint, channels, step, updated)
     metadata = checkpoint_metadata(config, "update", step, written)
-    return saver.put(parent.to_config(), new, metadata, new_versions(before, new["channel_versions"]))
+    return saver.put(
+        parent.to_config(), new, metadata, new_versions(before, new["channel_versions"])
+    )
 
 
 def default_as_node(plan: GraphPlan, checkpoint: Checkpoint) -> str:
-    """LangGraph's rule: the only node; else START on a fresh thread; else the last node that ran."""
+    """LangGraph's rule: the only node, else START on a fresh thread, else the last node to run."""
     nodes = [name for name in plan.nodes if name != START]
     if len(nodes) == 1:
         return nodes[0]

@@ -86,9 +86,13 @@ class InMemorySaver(BaseSaver):
         new_versions: Mapping[str, int],
     ) -> RunnableConfig:
         ref = self.ref(config)
-        stored = _Stored(copy.deepcopy(checkpoint), copy.deepcopy(dict(metadata)), ref.checkpoint_id)
+        stored = _Stored(
+            copy.deepcopy(checkpoint), copy.deepcopy(dict(metadata)), ref.checkpoint_id
+        )
         with self._lock:
-            self._threads.setdefault((ref.thread_id, ref.checkpoint_ns), {})[checkpoint["id"]] = stored
+            self._threads.setdefault((ref.thread_id, ref.checkpoint_ns), {})[checkpoint["id"]] = (
+                stored
+            )
         return ref.at(checkpoint["id"]).to_config()
 
     def put_writes(
