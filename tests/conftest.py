@@ -6,13 +6,24 @@ from collections.abc import Iterator
 
 import pytest
 
+from pathlib import Path
+
 from ttcli.savers.base import BaseSaver
 from ttcli.savers.memory import InMemorySaver
+from ttcli.savers.sqlite import SqliteSaver
 
-SAVERS = ["memory"]
+SAVERS = ["memory", "sqlite"]
+
+
+@pytest.fixture
+def db_path(tmp_path: Path) -> Path:
+    return tmp_path / "ttcli.db"
 
 
 @pytest.fixture(params=SAVERS, ids=SAVERS)
-def saver(request: pytest.FixtureRequest) -> Iterator[BaseSaver]:
+def saver(request: pytest.FixtureRequest, db_path: Path) -> Iterator[BaseSaver]:
     if request.param == "memory":
         yield InMemorySaver()
+    else:
+        with SqliteSaver.from_conn_string(db_path) as sqlite_saver:
+            yield sqlite_saver

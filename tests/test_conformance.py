@@ -7,7 +7,9 @@ histories are compared after normalising what legitimately differs (ids, timesta
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
@@ -17,6 +19,8 @@ from langgraph.checkpoint.memory import InMemorySaver as LgInMemorySaver
 
 import ttcli
 from tests import graphs
+from tests.conftest import SAVERS
+from ttcli.savers.sqlite import SqliteSaver
 
 TTCLI = SimpleNamespace(
     name="ttcli",
@@ -319,6 +323,14 @@ SCENARIOS: list[Scenario] = [
 ]
 
 
+@pytest.mark.parametrize("backend", SAVERS)
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=[s.__name__ for s in SCENARIOS])
-def test_same_as_langgraph(scenario: Scenario) -> None:
-    assert scenario(TTCLI) == scenario(LANGGRAPH)
+def test_same_as_langgraph(scenario: Scenario, backend: str, tmp_path: Path) -> None:
+    files = itertools.count()
+
+    def saver() -> Any:
+        if backend == "memory":
+            return ttcli.InMemorySaver()
+        return SqliteSaver(tmp_path / f"{next(files)}.db")
+
+    assert scenario(SimpleNamespace(**{**vars(TTCLI), "Saver": saver})) == scenario(LANGGRAPH)

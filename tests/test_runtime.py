@@ -13,6 +13,7 @@ import ttcli
 from tests import graphs
 from ttcli import END, START, InMemorySaver, MessagesState, StateGraph
 from ttcli.errors import CheckpointNotFoundError, ConfigError, InvalidUpdateError
+from ttcli.savers.base import BaseSaver
 
 API = SimpleNamespace(StateGraph=StateGraph, START=START, END=END)
 
@@ -26,8 +27,8 @@ def ids(app: Any, thread: str = "t") -> list[str]:
 
 
 @pytest.fixture
-def linear_app() -> Any:
-    return graphs.linear(API).compile(checkpointer=InMemorySaver())
+def linear_app(saver: BaseSaver) -> Any:
+    return graphs.linear(API).compile(checkpointer=saver)
 
 
 def test_metadata_writes_follow_the_seed_table(linear_app: Any) -> None:
@@ -161,7 +162,7 @@ class DataState:
     notes: list[str] = field(default_factory=list)
 
 
-def test_dataclass_state_reaches_nodes_as_an_instance() -> None:
+def test_dataclass_state_reaches_nodes_as_an_instance(saver: BaseSaver) -> None:
     seen: list[Any] = []
 
     def bump(state: DataState) -> dict[str, Any]:
@@ -171,7 +172,7 @@ def test_dataclass_state_reaches_nodes_as_an_instance() -> None:
     builder = StateGraph(DataState)
     builder.add_node("bump", bump)
     builder.add_edge(START, "bump")
-    app = builder.compile(checkpointer=InMemorySaver())
+    app = builder.compile(checkpointer=saver)
     # as in LangGraph: an instance input writes every field, a dict input only its keys
     assert app.invoke(DataState(count=1), cfg()) == {"count": 2, "notes": []}
     assert app.invoke({"count": 5}, cfg("dict")) == {"count": 6}
@@ -198,14 +199,14 @@ def test_nodes_and_branches_may_take_the_config() -> None:
     assert seen == ["cfg-thread", "u"]
 
 
-def test_message_ids_are_fixed_at_input_so_replays_keep_them() -> None:
+def test_message_ids_are_fixed_at_input_so_replays_keep_them(saver: BaseSaver) -> None:
     def bot(state: MessagesState) -> dict[str, Any]:
         return {"messages": [("assistant", f"echo {state['messages'][-1].content}")]}
 
     builder = StateGraph(MessagesState)
     builder.add_node("bot", bot)
     builder.add_edge(START, "bot")
-    app = builder.compile(checkpointer=InMemorySaver())
+    app = builder.compile(checkpointer=saver)
     first = app.invoke({"messages": [("user", "hi")]}, cfg())
     first_input = next(
         s for s in app.get_state_history(cfg()) if (s.metadata or {})["source"] == "input"

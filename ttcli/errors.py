@@ -9,6 +9,11 @@ Messages say what was wrong and which thing it was, in one line.
     ├── GraphRecursionError (RecursionError) recursion_limit supersteps without finishing
     ├── ConfigError (ValueError)            a config the runtime cannot use
     ├── InvalidFilterError (ValueError)     a history filter key that is not a plain name
+    ├── SerializationError (TypeError)      a state value the saver cannot store (names its path)
+    ├── StorageError                        the database file cannot be used as a ttcli database
+    │   ├── SchemaVersionError              written by a newer ttcli
+    │   ├── CorruptValueError               a stored value that does not decode
+    │   └── DatabaseBusyError               still locked after the busy timeout (safe to retry)
     └── NotFoundError (LookupError)
         └── CheckpointNotFoundError         a checkpoint id that is not in the thread
 
@@ -46,6 +51,26 @@ class ConfigError(TtcliError, ValueError):
 
 class InvalidFilterError(TtcliError, ValueError):
     """A metadata filter key that could reach the storage layer as code."""
+
+
+class SerializationError(TtcliError, TypeError):
+    """A value that cannot be stored; the message names its state path and type."""
+
+
+class StorageError(TtcliError):
+    """The database cannot be read or written as a ttcli database."""
+
+
+class SchemaVersionError(StorageError):
+    """The file uses a schema version newer than this ttcli understands."""
+
+
+class CorruptValueError(StorageError):
+    """Stored bytes that do not decode; never turned into None."""
+
+
+class DatabaseBusyError(StorageError):
+    """Another process held the database lock past the busy timeout."""
 
 
 class NotFoundError(TtcliError, LookupError):

@@ -1,0 +1,88 @@
+"""Creating and upgrading the database schema (`schema.sql`), and refusing what we cannot read."""
+
+from __future__ import annotations
+
+import sqlite3
+from importlib import resources
+
+from ttcli.errors import SchemaVersionError, StorageError
+
+SCHEMA_VERSION = 1
+
+#: upgrade steps: MIGRATIONS[v] turns a version-v database into version v + 1
+MIGRATIONS: dict[int, str] = {}
+
+
+def schema_sql() -> str:
+    return resources.files("ttcli.savers").joinpath("schema.sql").read_text(encoding="utf-8")
+
+
+def ensure_schema(conn: sqlite3.Connection, path: str) -> None:
+    """Create the schema in an empty file, migrate an older one, refuse a newer or foreign one.
+
+    Raises:
+        SchemaVersionError: the file was written by a newer ttcli.
+        StorageError: the file is not a ttcli database.
+    """
+    version = _user_version(conn, path)
+    if version > SCHEMA_VERSION:
+        raise SchemaVersionError(
+            f"{path} uses ttcli schema version {version}, newer than this ttcli understands "
+            f"({SCHEMA_VERSION}): upgrade ttcli to read it"
+        )
+    if version == SCHEMA_VERSION:
+        return
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        version = _user_version(conn, path)  # another process may have won the race
+        if version == 0:
+            if _tables(conn):
+                raise StorageError(
+                    f"{path} is not a ttcli database (it has tables but no ttcli schema "
+                    "version); use another file"
+                )
+            for statement in statements(schema_sql()):
+                conn.execute(statement)
+            version = SCHEMA_VERSION
+        while version < SCHEMA_VERSION:
+            for statement in statements(MIGRATIONS[version]):
+                conn.execute(statement)
+            version += 1
+            conn.execute(f"PRAGMA user_version = {version}")
+        conn.execute(f"PRAGMA user_version = {version}")
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+
+
+def _user_version(conn: sqlite3.Connection, path: str) -> int:
+    try:
+        row = conn.execute("PRAGMA user_version").fetchone()
+    except sqlite3.DatabaseError as exc:
+        raise StorageError(f"{path} is not a ttcli database ({exc})") from None
+    return int(row[0])
+
+
+def _tables(conn: sqlite3.Connection) -> list[str]:
+    rows = conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()
+    return [row[0] for row in rows]
+
+
+def statements(sql: str) -> list[str]:
+    """Split a script into statements, leaving out PRAGMAs (the version is set last).
+
+    `executescript` would commit the open transaction first, so the schema is applied
+    statement by statement inside one.
+    """
+    found: list[str] = []
+    pending = ""
+    for line in sql.splitlines(keepends=True):
+        if line.strip().upper().startswith("PRAGMA "):
+            continue
+        pending += line
+        if sqlite3.complete_statement(pending):
+            if pending.strip():
+                found.append(pending.strip())
+            pending = ""
+    return found

@@ -1,0 +1,213 @@
+"""msgpack serialisation of state values that never runs code from the file.
+
+Plain msgpack covers None, bool, int, float, str, bytes, lists and maps. Everything else is an
+ext type whose code is fixed here (and in `schema.sql`). Decoding never imports a module and
+never calls a name found in the file: a class is rebuilt only if it was registered (the graph's
+state schema types are, at compile time); any other typed value decodes to plain data with a
+type marker, `{"$type": "pkg.Cls", "data": {...}}`, so a hostile file yields inert dicts.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import enum
+import uuid
+from collections.abc import Iterator, Mapping
+from decimal import Decimal
+from typing import Any, NamedTuple
+
+import msgpack
+
+from ttcli.errors import CorruptValueError, SerializationError
+from ttcli.graph.messages import Message, to_message
+
+# ext type codes: part of the file format, never renumber
+TUPLE, SET, FROZENSET, DATETIME, DATE, TIME, TIMEDELTA = 1, 2, 3, 4, 5, 6, 7
+UUID, DECIMAL, ENUM, OBJECT, MESSAGE, REF = 8, 9, 10, 11, 12, 13
+
+TYPE_MARKER = "$type"
+
+_registry: dict[str, type] = {}
+
+
+class Ref(NamedTuple):
+    """A reference to another stored blob; only storage code writes these."""
+
+    key: int
+
+
+def type_name(cls: type) -> str:
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
+def register(*types: type) -> None:
+    """Allow these classes to be rebuilt when read back (dataclasses, enums, pydantic models)."""
+    for cls in types:
+        _registry[type_name(cls)] = cls
+
+
+def dumps(value: Any, *, path: str = "value") -> bytes:
+    """Encode a value; an unsupported type fails here, naming where in the state it sits.
+
+    Raises:
+        SerializationError: e.g. "cannot store messages[3].tool_calls[0]: type Foo ...".
+    """
+    try:
+        return _pack(value)
+    except _Unsupported:
+        where, found = _find_unsupported(value, path) or (path, value)
+        raise SerializationError(
+            f"cannot store {where}: type {type_name(type(found))} is not serialisable; "
+            "use plain data, a dataclass or an enum, or register the type with "
+            "ttcli.savers.serde.register"
+        ) from None
+
+
+def loads(data: bytes) -> Any:
+    """Decode bytes written by `dumps`.
+
+    Raises:
+        CorruptValueError: the bytes are not a complete msgpack value.
+    """
+    try:
+        return msgpack.unpackb(data, ext_hook=_ext_hook, strict_map_key=False, raw=False)
+    except CorruptValueError:
+        raise
+    except Exception as exc:
+        detail = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+        raise CorruptValueError(f"undecodable value ({detail})") from None
+
+
+class _Unsupported(Exception):
+    pass
+
+
+def _pack(value: Any) -> bytes:
+    return msgpack.packb(value, default=_default, strict_types=True, use_bin_type=True)  # type: ignore[no-any-return]
+
+
+def _ext(code: int, payload: Any) -> msgpack.ExtType:
+    return msgpack.ExtType(code, _pack(payload))
+
+
+def _default(obj: Any) -> Any:  # noqa: PLR0911 - one branch per supported type
+    if isinstance(obj, Message):
+        return _ext(MESSAGE, dict(obj))
+    if isinstance(obj, Ref):
+        return _ext(REF, obj.key)
+    if isinstance(obj, enum.Enum):
+        return _ext(ENUM, [type_name(type(obj)), obj.value])
+    if isinstance(obj, tuple) and hasattr(obj, "_asdict"):
+        return _ext(OBJECT, [type_name(type(obj)), dict(obj._asdict())])
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        fields = {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj)}
+        return _ext(OBJECT, [type_name(type(obj)), fields])
+    if hasattr(obj, "model_dump") and hasattr(type(obj), "model_fields"):  # pydantic v2
+        return _ext(OBJECT, [type_name(type(obj)), obj.model_dump()])
+    for base, convert in _PLAIN_BASES:
+        if isinstance(obj, base):
+            return convert(obj)
+    for base, code, encode in _TYPED:
+        if isinstance(obj, base):
+            return _ext(code, encode(obj))
+    raise _Unsupported
+
+
+def _sorted_items(items: Any) -> list[Any]:
+    # sets are stored sorted when possible, so equal sets give equal bytes
+    try:
+        return sorted(items)
+    except TypeError:
+        return list(items)
+
+
+# subclasses of plain types are stored as the plain type
+_PLAIN_BASES: list[tuple[type, Any]] = [
+    (bool, bool), (int, int), (float, float), (str, str),
+    (bytes, bytes), (bytearray, bytes), (Mapping, dict), (list, list),
+]
+
+# datetime before date: a datetime is a date
+_TYPED: list[tuple[type, int, Any]] = [
+    (tuple, TUPLE, list),
+    (frozenset, FROZENSET, _sorted_items),
+    (set, SET, _sorted_items),
+    (dt.datetime, DATETIME, lambda v: v.isoformat()),
+    (dt.date, DATE, lambda v: v.isoformat()),
+    (dt.time, TIME, lambda v: v.isoformat()),
+    (dt.timedelta, TIMEDELTA, lambda v: [v.days, v.seconds, v.microseconds]),
+    (uuid.UUID, UUID, lambda v: v.bytes),
+    (Decimal, DECIMAL, str),
+]
+
+
+def _ext_hook(code: int, data: bytes) -> Any:
+    payload = msgpack.unpackb(data, ext_hook=_ext_hook, strict_map_key=False, raw=False)
+    decode = _DECODERS.get(code)
+    if decode is None:
+        return {"$undecodable": {"ext": code, "bytes": data.hex()}}
+    try:
+        return decode(payload)
+    except (TypeError, ValueError) as exc:
+        raise CorruptValueError(f"undecodable ext type {code}: {exc}") from None
+
+
+def _typed(payload: list[Any], key: str) -> Any:
+    name, data = payload
+    cls = _registry.get(name)
+    if cls is None:
+        return {TYPE_MARKER: name, key: data}
+    if issubclass(cls, enum.Enum):
+        return cls(data)
+    if hasattr(cls, "model_validate"):
+        return cls.model_validate(data)
+    return cls(**data)
+
+
+_DECODERS: dict[int, Any] = {
+    TUPLE: tuple,
+    SET: set,
+    FROZENSET: frozenset,
+    DATETIME: dt.datetime.fromisoformat,
+    DATE: dt.date.fromisoformat,
+    TIME: dt.time.fromisoformat,
+    TIMEDELTA: lambda p: dt.timedelta(days=p[0], seconds=p[1], microseconds=p[2]),
+    UUID: lambda p: uuid.UUID(bytes=p),
+    DECIMAL: Decimal,
+    ENUM: lambda p: _typed(p, "value"),
+    OBJECT: lambda p: _typed(p, "data"),
+    MESSAGE: to_message,
+    REF: Ref,
+}
+
+
+def _find_unsupported(value: Any, path: str) -> tuple[str, Any] | None:
+    """The first value under `value` that `dumps` cannot encode, with its path."""
+    for where, item in _walk(value, path):
+        try:
+            _pack(item)
+        except _Unsupported:
+            children = list(_children(item, where))
+            if not children:
+                return where, item
+    return None
+
+
+def _walk(value: Any, path: str) -> Iterator[tuple[str, Any]]:
+    # depth first, parents after children, so the deepest failing value is found first
+    for child_path, child in _children(value, path):
+        yield from _walk(child, child_path)
+    yield path, value
+
+
+def _children(value: Any, path: str) -> Iterator[tuple[str, Any]]:
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            yield (f"{path}.{key}" if isinstance(key, str) and key.isidentifier() else f"{path}[{key!r}]"), item
+    elif isinstance(value, list | tuple | set | frozenset):
+        for index, item in enumerate(value):
+            yield f"{path}[{index}]", item
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+        for field in dataclasses.fields(value):
+            yield f"{path}.{field.name}", getattr(value, field.name)
