@@ -1,90 +1,103 @@
 -- ttcli database format, version 1.
 --
 -- One SQLite file holds any number of threads. Every checkpoint (a thread's state at one
--- superstep boundary) is a row of `checkpoints`; the state values it holds live in `blobs`,
--- stored once per change: a channel that did not change points at the same blob as the
--- parent checkpoint, and a list that only grew is stored as an `append` blob holding just the
--- new items plus a link to the blob of the list it extends.
+-- superstep boundary) is a row of `checkpoints`; the values it holds are stored once per
+-- change in `blobs`: a channel that did not change points at its parent's blob, and a list
+-- that only grew is an append blob holding just the new items and a link to the list it
+-- extends. Small values are kept inline, and a checkpoint's bookkeeping (versions) is stored
+-- as a delta from its parent, with a full copy at least every 16 checkpoints of a lineage.
 --
 -- Values are msgpack (https://msgpack.org). Types beyond plain msgpack are ext types:
 --   1 tuple, 2 set, 3 frozenset (array payloads), 4 datetime, 5 date, 6 time (ISO-8601 text),
 --   7 timedelta [days, seconds, microseconds], 8 UUID (16 bytes), 9 Decimal (text),
 --   10 enum [type name, value], 11 object [type name, {field: value}] (dataclass, pydantic
---   model, namedtuple), 12 chat message {type, content, id, ...}, 13 blob reference (integer
---   blob_key; only inside `record` blobs).
+--   model, namedtuple), 12 chat message [type, content, id, {other fields} or nil] where the
+--   type is 0 human, 1 ai, 2 system, 3 tool, 4 remove or the type's name, and an id that is a
+--   UUID is stored as its 16 bytes, 13 reference to a blob (integer blob_key).
 -- A reader must never import or call the type names found in ext 10 and 11: ttcli rebuilds
--- only classes registered by the application and otherwise returns {"$type": name, ...}.
+-- only classes the application registered and otherwise returns {"$type": name, ...}.
 --
--- The views at the end present the tables in LangGraph's terms for sqlite3, sqlite-utils and
--- datasette users (text checkpoint ids, ISO timestamps, JSON metadata).
+-- The view `checkpoint_list` at the end shows checkpoints in LangGraph's terms (text ids,
+-- ISO times, the full metadata as JSON) for sqlite3, sqlite-utils and datasette users.
 --
 -- ttcli applies this file to a new database and migrates older versions forward; a file whose
--- user_version is newer than the one below is refused rather than guessed at.
+-- user_version is newer than the one below is refused, never guessed at.
 
 PRAGMA user_version = 1;
 
--- A thread of checkpoints in one namespace ('' for the root graph; subgraphs get their own).
+-- A thread of checkpoints in one namespace ('' for the root graph).
 CREATE TABLE threads (
-    thread_key     INTEGER PRIMARY KEY,         -- compact key the other tables use
-    thread_id      TEXT NOT NULL,               -- the application's thread id, e.g. 'order:123'
-    checkpoint_ns  TEXT NOT NULL DEFAULT '',    -- checkpoint namespace
+    thread_key     INTEGER PRIMARY KEY,
+    thread_id      TEXT NOT NULL,
+    checkpoint_ns  TEXT NOT NULL DEFAULT '',
     UNIQUE (thread_id, checkpoint_ns)
 );
 
--- One row per checkpoint.
+-- Channel, node and task path names, stored once; rows refer to them by key. A name may
+-- appear under two keys (two processes added it at once); both mean the same name.
+CREATE TABLE names (
+    name_key  INTEGER PRIMARY KEY,
+    name      TEXT NOT NULL
+);
+
+-- One row per checkpoint. Ids are UUIDv6 (16 bytes): time-ordered, so the largest id of a
+-- thread is its latest checkpoint, ORDER BY checkpoint_id DESC is newest first, and the id
+-- carries the creation time (see the view below).
 CREATE TABLE checkpoints (
-    checkpoint_key  INTEGER PRIMARY KEY,        -- compact key the other tables use
-    thread_key      INTEGER NOT NULL REFERENCES threads (thread_key),
-    checkpoint_id   BLOB NOT NULL,              -- UUIDv6 as 16 bytes: time-ordered, so the
-                                                -- largest id of a thread is its latest checkpoint
-    parent_id       BLOB,                       -- the parent's checkpoint_id; NULL for a root.
-                                                -- It may name a pruned checkpoint.
-    created_at      INTEGER NOT NULL,           -- microseconds since 1970-01-01 UTC
-    metadata        TEXT NOT NULL,              -- JSON: source, step, parents, user keys, and
-                                                -- writes as the list of node names that wrote
-    state           BLOB NOT NULL               -- msgpack map: "c" {channel: [version, blob_key
-                                                -- or nil]}, "s" versions seen {node: {channel:
-                                                -- version}}, "u" updated channels, "w" writes
-                                                -- {node: blob_key or nil} (what each node returned)
-);
-
--- Lookup by id and "latest of a thread" (largest id), newest-first history, and `before`.
-CREATE UNIQUE INDEX checkpoints_by_thread ON checkpoints (thread_key, checkpoint_id);
-
--- Stored values. A blob is read on its own as `value`; as a channel value, a blob with a
--- `base_key` is an append: the list stored at `base_key` (read the same way) extended by the
--- items in `value`.
-CREATE TABLE blobs (
-    blob_key    INTEGER PRIMARY KEY,
-    thread_key  INTEGER NOT NULL REFERENCES threads (thread_key),
-    base_key    INTEGER REFERENCES blobs (blob_key),  -- the list this append extends, or NULL
-    is_record   INTEGER NOT NULL DEFAULT 0,           -- 1: a map whose large entries are blob
-                                                      -- references (ext 13), stored separately
-                                                      -- so that equal values share one blob
-    value       BLOB NOT NULL                         -- msgpack
-);
-
--- Deleting and garbage-collecting a thread's blobs.
-CREATE INDEX blobs_by_thread ON blobs (thread_key);
-
--- Pending writes: what each task of a superstep wrote, saved as soon as the task finished,
--- against the checkpoint the task was planned from. A resumed run reuses them instead of
--- running the task again; history shows them as the tasks' results and errors.
-CREATE TABLE writes (
-    checkpoint_key  INTEGER NOT NULL REFERENCES checkpoints (checkpoint_key),
-    task_id         TEXT NOT NULL,               -- deterministic id of the task
-    idx             INTEGER NOT NULL,            -- position in the task's writes; negative for
-                                                 -- special channels (-1 __error__,
-                                                 -- -2 __scheduled__, -3 __interrupt__, -4 __resume__)
-    task_path       TEXT NOT NULL DEFAULT '',    -- e.g. '~__pregel_pull, a'; writes are applied
-                                                 -- in (task_path, task_id, idx) order
-    channel         TEXT NOT NULL,               -- the channel written
-    value           BLOB,                        -- the value written (msgpack), if small
-    blob_key        INTEGER REFERENCES blobs (blob_key),  -- else where it is stored
-    PRIMARY KEY (checkpoint_key, task_id, idx)
+    thread_key     INTEGER NOT NULL REFERENCES threads (thread_key),
+    checkpoint_id  BLOB NOT NULL,
+    parent_id      BLOB,              -- NULL for a root; may name a pruned checkpoint
+    source         TEXT NOT NULL,     -- metadata.source: input, loop, update or fork
+    step           INTEGER NOT NULL,  -- metadata.step
+    writers        TEXT,              -- JSON list of the nodes in metadata.writes, or NULL
+    metadata       TEXT,              -- JSON of the other metadata keys (user keys, and parents
+                                      -- unless it is {}); a null value marks a key that the
+                                      -- metadata does not have; NULL if there are none
+    created_at     INTEGER,           -- microseconds since 1970, only if not the id's time
+    state          BLOB NOT NULL,     -- msgpack [depth, channels, versions_seen, updated,
+                                      -- writes]:
+                                      --   depth 0: channels {name_key: [version] or [version,
+                                      --   value]} and versions_seen {name_key: {name_key:
+                                      --   version}} in full; depth n > 0: only what changed
+                                      --   since the parent (nil: removed), n steps from a full one;
+                                      --   updated [name_key] or nil; writes [[node_key, value] or
+                                      --   [node_key, 0, channel_key] (the value that updated
+                                      --   channel holds)] (metadata.writes) or nil. A value is
+                                      --   inline msgpack or an ext-13 reference to a blob.
+    parent_writes  BLOB,              -- the parent's pending writes (encoded as writes.tasks),
+                                      -- moved here from `writes` when this checkpoint was stored
+                                      -- as the child of the thread's latest checkpoint; writes
+                                      -- made to the parent later are in `writes`
+    PRIMARY KEY (thread_key, checkpoint_id)
 ) WITHOUT ROWID;
 
--- Checkpoints as LangGraph names them, for SQL users.
+-- Pending writes: what each task planned at a checkpoint wrote, saved as soon as the task
+-- finished. A resumed run reuses them instead of running the task again; history shows them
+-- as the tasks' results and errors. Writes are applied in (task_path, task_id, idx) order.
+-- Once the superstep's checkpoint is stored they move into its row (parent_writes), so this
+-- table holds only the writes of checkpoints still running, paused or failed.
+CREATE TABLE writes (
+    thread_key     INTEGER NOT NULL,
+    checkpoint_id  BLOB NOT NULL,     -- the checkpoint the tasks were planned from
+    tasks          BLOB NOT NULL,     -- msgpack {task_id: [task_path_key, [[idx, channel_key,
+                                      -- value]]]}; a task id that is a UUID as 16 bytes; idx < 0
+                                      -- for special channels: -1 __error__, -2 __scheduled__,
+                                      -- -3 __interrupt__, -4 __resume__
+    PRIMARY KEY (thread_key, checkpoint_id)
+) WITHOUT ROWID;
+
+-- Stored values. Read on its own a blob is `value`; as a channel value, a blob with a
+-- `base_key` is an append: the list at `base_key` (read the same way) extended by the items
+-- in `value`. A record (is_record = 1) is a map whose large entries are ext-13 references, or
+-- a single reference, so that equal values share one blob. Blobs belong to one thread.
+CREATE TABLE blobs (
+    blob_key   INTEGER PRIMARY KEY,
+    base_key   INTEGER REFERENCES blobs (blob_key),
+    is_record  INTEGER NOT NULL DEFAULT 0,
+    value      BLOB NOT NULL
+);
+
+-- Checkpoints in LangGraph's terms: text ids, ISO times, the whole metadata as JSON.
 CREATE VIEW checkpoint_list AS
 SELECT
     t.thread_id,
@@ -99,10 +112,36 @@ SELECT
         substr(hex(c.parent_id), 13, 4) || '-' || substr(hex(c.parent_id), 17, 4) || '-' ||
         substr(hex(c.parent_id), 21)
     ) AS parent_checkpoint_id,
-    strftime('%Y-%m-%dT%H:%M:%f', c.created_at / 1000000.0, 'unixepoch') || 'Z' AS created_at,
-    json_extract(c.metadata, '$.source') AS source,
-    json_extract(c.metadata, '$.step') AS step,
-    json_extract(c.metadata, '$.writes') AS writes,
-    c.metadata
+    strftime(
+        '%Y-%m-%dT%H:%M:%f',
+        coalesce(
+            c.created_at,
+            -- the UUIDv6 timestamp: 100 ns units since 1582-10-15
+            ((instr('0123456789ABCDEF', substr(hex(c.checkpoint_id), 1, 1)) - 1) * 72057594037927936 +
+                (instr('0123456789ABCDEF', substr(hex(c.checkpoint_id), 2, 1)) - 1) * 4503599627370496 +
+                (instr('0123456789ABCDEF', substr(hex(c.checkpoint_id), 3, 1)) - 1) * 281474976710656 +
+                (instr('0123456789ABCDEF', substr(hex(c.checkpoint_id), 4, 1)) - 1) * 17592186044416 +
+                (instr('0123456789ABCDEF', substr(hex(c.checkpoint_id), 5, 1)) - 1) * 1099511627776 +
+                (instr('0123456789ABCDEF', substr(hex(c.checkpoint_id), 6, 1)) - 1) * 68719476736 +
+                (instr('0123456789ABCDEF', substr(hex(c.checkpoint_id), 7, 1)) - 1) * 4294967296 +
+                (instr('0123456789ABCDEF', substr(hex(c.checkpoint_id), 8, 1)) - 1) * 268435456 +
+                (instr('0123456789ABCDEF', substr(hex(c.checkpoint_id), 9, 1)) - 1) * 16777216 +
+                (instr('0123456789ABCDEF', substr(hex(c.checkpoint_id), 10, 1)) - 1) * 1048576 +
+                (instr('0123456789ABCDEF', substr(hex(c.checkpoint_id), 11, 1)) - 1) * 65536 +
+                (instr('0123456789ABCDEF', substr(hex(c.checkpoint_id), 12, 1)) - 1) * 4096 +
+                (instr('0123456789ABCDEF', substr(hex(c.checkpoint_id), 14, 1)) - 1) * 256 +
+                (instr('0123456789ABCDEF', substr(hex(c.checkpoint_id), 15, 1)) - 1) * 16 +
+                (instr('0123456789ABCDEF', substr(hex(c.checkpoint_id), 16, 1)) - 1) * 1) / 10 - 12219292800000000
+        ) / 1000000.0,
+        'unixepoch'
+    ) || 'Z' AS created_at,
+    c.source,
+    c.step,
+    json_patch(
+        json_object(
+            'source', c.source, 'step', c.step, 'parents', json('{}'), 'writes', json(c.writers)
+        ),
+        coalesce(c.metadata, '{}')
+    ) AS metadata
 FROM checkpoints AS c
 JOIN threads AS t USING (thread_key);

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from ttcli.errors import CheckpointNotFoundError, InvalidFilterError
-from ttcli.runtime.ids import checkpoint_id
+from ttcli.uuid6 import new_id as checkpoint_id
 from ttcli.savers.base import BaseSaver, Checkpoint
 
 

@@ -9,8 +9,8 @@ from typing import Any
 
 from ttcli.configs import RunnableConfig
 from ttcli.graph.channels import MISSING, Channel
-from ttcli.runtime.ids import checkpoint_id
 from ttcli.savers.base import Checkpoint
+from ttcli.uuid6 import id_time, new_id
 
 # configurable keys that describe where a checkpoint is, not who asked for it
 _NOT_METADATA = frozenset(
@@ -44,10 +44,11 @@ def new_checkpoint(
         value = channel.checkpoint()
         if value is not MISSING:
             values[name] = value
+    checkpoint_id = new_id(step)
     return Checkpoint(
         v=1,
-        id=checkpoint_id(step),
-        ts=utc_now(),
+        id=checkpoint_id,
+        ts=id_time(checkpoint_id).isoformat(),  # the id carries its creation time
         channel_values=values,
         channel_versions=dict(previous["channel_versions"]),
         versions_seen=copy.deepcopy(previous["versions_seen"]),

@@ -1,25 +1,28 @@
-"""Values stored once per change: blobs, list appends, records, and reading them back.
+"""Values stored once per change: inline values, blobs, list appends and records.
 
-A checkpoint or a pending write refers to a value either inline (small values) or by
-`Ref(blob_key)`. A blob is msgpack. Three shapes keep the file growing with change rather
-than with steps:
+Wherever the format holds a value (a channel of a checkpoint, a pending write, a node's entry
+in metadata.writes) it holds an *entry*: the value itself when it is small, a `Ref` to a blob,
+or a small map whose large values are `Ref`s (an inline record). Three shapes keep the file
+growing with change rather than with steps:
 
-* **reuse**: an unchanged channel points at its parent's blob;
-* **append**: a list that only grew is a blob of the new items with `base_key` pointing at the
-  list it extends (its items may be a `Ref` to an equal blob, e.g. the write that added them);
-* **record**: a map whose large entries are stored as their own blobs, so an input dict, a
-  node's output and the pending write carrying the same list share one copy.
+* **reuse**: an unchanged channel keeps its parent's entry;
+* **append**: a list that only grew is a blob of the new items whose `base_key` points at the
+  list it extends; its items are a `Ref` to an equal blob when there is one (the pending write
+  that added them);
+* **record**: a map's large entries are blobs of their own, so an input dict, a node's output
+  and the pending write carrying the same list share one copy.
 
-Equal bytes are found only among candidates offered for the current put (the parent's writes,
-the checkpoint's own new values), never by a global index, so the dedup costs no extra index.
-Blobs are never updated after insert.
+Equal bytes are looked for only among candidates offered for the current operation (the
+parent's pending writes, the checkpoint's own new values), never through a global index.
+Blobs never change after insert, and belong to one thread (copies copy them).
 """
 
 from __future__ import annotations
 
+import copy
 import sqlite3
 from collections import OrderedDict
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,7 +30,7 @@ from ttcli.errors import CorruptValueError
 from ttcli.savers import serde
 from ttcli.savers.serde import Ref
 
-INLINE_MAX = 24  # values encoding to this many bytes or fewer live inline in their row
+INLINE_MAX = 24  # values encoding to at most this many bytes stay inline
 RECORD_ENTRY_MIN = 48  # map entries at least this large become blobs of their own
 # An append chain gets a keyframe (a full copy) only once it is this deep AND its appends add
 # up to the size of its last keyframe: keyframes then cost at most the value's size again,
@@ -36,8 +39,8 @@ CHAIN_DEPTH_MIN = 1024
 RECENT_MAX = 256  # encoded channel values remembered for append detection
 
 _INSERT = """
-INSERT INTO blobs (thread_key, base_key, is_record, value)
-VALUES (:thread_key, :base_key, :is_record, :value)
+INSERT INTO blobs (base_key, is_record, value)
+VALUES (:base_key, :is_record, :value)
 """
 
 _CHAIN = """
@@ -56,10 +59,20 @@ ORDER BY depth DESC
 """
 
 _ONE = """
-SELECT is_record, value
+SELECT base_key, is_record, value
 FROM blobs
 WHERE blob_key = :blob_key
 """
+
+
+def entry_refs(entry: Any) -> Iterator[int]:
+    """Blob keys an entry points at directly."""
+    if isinstance(entry, Ref):
+        yield entry.key
+    elif type(entry) is dict:
+        for item in entry.values():
+            if isinstance(item, Ref):
+                yield item.key
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,38 +93,50 @@ class BlobStore:
         self.conn = conn
         self._recent: OrderedDict[int, _ChannelInfo] = OrderedDict()
 
-    def writer(self, thread_key: int) -> BlobWriter:
-        return BlobWriter(self, thread_key)
+    def writer(self) -> BlobWriter:
+        return BlobWriter(self)
 
     # -- reading ---------------------------------------------------------------------------
 
     def load(self, entry: Any) -> Any:
-        """A channel value from its checkpoint entry (inline, or a Ref to a blob chain)."""
-        return self.read_channel(entry.key) if isinstance(entry, Ref) else entry
+        """A channel value from its entry (a Ref follows the append chain)."""
+        if isinstance(entry, Ref):
+            return self.read_channel(entry.key)
+        return self.load_value(entry)
 
     def load_value(self, entry: Any) -> Any:
-        """A write or metadata value from its entry (inline, or a Ref to one blob)."""
-        return self.read_value(entry.key) if isinstance(entry, Ref) else entry
+        """A value from its entry, read on its own."""
+        if isinstance(entry, Ref):
+            return self.read_value(entry.key)
+        if type(entry) is dict and any(isinstance(v, Ref) for v in entry.values()):
+            return {
+                k: self.read_value(v.key) if isinstance(v, Ref) else copy.deepcopy(v)
+                for k, v in entry.items()
+            }
+        # entries live in cached checkpoint states: hand out copies
+        return copy.deepcopy(entry)
 
     def read_value(self, blob_key: int) -> Any:
         row = self.conn.execute(_ONE, {"blob_key": blob_key}).fetchone()
         if row is None:
             raise CorruptValueError(f"stored value {blob_key} is missing")
-        return self._decode(row[0], row[1], blob_key)
+        return self._decode(row[1], row[2], blob_key)
 
     def read_channel(self, blob_key: int) -> Any:
         rows = self.conn.execute(_CHAIN, {"blob_key": blob_key}).fetchall()
         if not rows or rows[-1][0] != blob_key or rows[0][1] is not None:
-            raise CorruptValueError(f"stored value {blob_key} is missing or broken")
+            raise CorruptValueError(f"stored value {blob_key} is missing or its chain is broken")
         value = self._decode(rows[0][2], rows[0][3], rows[0][0])
         if len(rows) == 1:
             return value
         if not isinstance(value, list):
-            raise CorruptValueError(f"stored value {blob_key} appends to a non-list")
+            raise CorruptValueError(
+                f"stored value {blob_key} appends to a value that is not a list"
+            )
         for key, _base, is_record, data in rows[1:]:
             items = self._decode(is_record, data, key)
             if not isinstance(items, list):
-                raise CorruptValueError(f"stored value {key} is an append without items")
+                raise CorruptValueError(f"stored value {key} is an append without a list of items")
             value.extend(items)
         return value
 
@@ -122,20 +147,28 @@ class BlobStore:
             raise CorruptValueError(f"stored value {blob_key}: {exc}") from None
         if not is_record:
             return value
-        if isinstance(value, Ref):
-            return self.read_value(value.key)
-        if isinstance(value, dict):
-            return {k: self.read_value(v.key) if isinstance(v, Ref) else v for k, v in value.items()}
+        if isinstance(value, Ref) or type(value) is dict:
+            return self.load_value(value)
         raise CorruptValueError(f"stored value {blob_key} is a record of the wrong shape")
 
-    def references(self, blob_key: int, is_record: int, data: bytes) -> list[int]:
-        """The blobs a record blob points at (for garbage collection and copies)."""
-        if not is_record:
-            return []
-        value = serde.loads(data)
-        if isinstance(value, Ref):
-            return [value.key]
-        return [v.key for v in value.values() if isinstance(v, Ref)]
+    def reachable(self, roots: Iterable[int]) -> set[int]:
+        """Every blob the given ones need: append bases and record parts, transitively."""
+        seen: set[int] = set()
+        todo = list(roots)
+        while todo:
+            blob_key = todo.pop()
+            if blob_key in seen:
+                continue
+            seen.add(blob_key)
+            row = self.conn.execute(_ONE, {"blob_key": blob_key}).fetchone()
+            if row is None:
+                continue
+            base_key, is_record, data = row
+            if base_key is not None:
+                todo.append(base_key)
+            if is_record:
+                todo.extend(entry_refs(serde.loads(data)))
+        return seen
 
     # -- append detection -------------------------------------------------------------------
 
@@ -146,14 +179,12 @@ class BlobStore:
             return info
         rows = self.conn.execute(_CHAIN, {"blob_key": blob_key}).fetchall()
         value = self.read_channel(blob_key)
-        data = serde.dumps(value)
-        appended = sum(len(row[3]) for row in rows[1:])
         info = _ChannelInfo(
-            data=data,
-            length=len(value) if isinstance(value, list) else -1,
+            data=serde.dumps(value),
+            length=len(value) if type(value) is list else -1,
             depth=len(rows) - 1,
             keyframe_bytes=len(rows[0][3]),
-            appended_bytes=appended,
+            appended_bytes=sum(len(row[3]) for row in rows[1:]),
         )
         self.remember(blob_key, info)
         return info
@@ -171,43 +202,50 @@ class BlobStore:
 class BlobWriter:
     """Stores the values of one put or put_writes, sharing blobs with offered candidates."""
 
-    def __init__(self, store: BlobStore, thread_key: int) -> None:
+    def __init__(self, store: BlobStore) -> None:
         self.store = store
-        self.thread_key = thread_key
-        self.pool: dict[bytes, int] = {}
+        self.pool: dict[bytes, Any] = {}  # encoded value -> entry holding it
 
-    def offer(self, candidates: Iterable[tuple[int, int, bytes]]) -> None:
-        """Blobs (key, is_record, bytes) that new values may share; records offer their parts."""
-        for blob_key, is_record, data in candidates:
-            if is_record:
-                for part in self.store.references(blob_key, is_record, data):
-                    row = self.store.conn.execute(_ONE, {"blob_key": part}).fetchone()
-                    if row is not None and not row[0]:
-                        self.pool.setdefault(row[1], part)
-                self.pool.setdefault(serde.dumps(self.store.read_value(blob_key)), blob_key)
-            else:
-                self.pool.setdefault(data, blob_key)
+    def offer(self, entries: Iterable[Any]) -> None:
+        """Entries whose values new values may share (standalone blobs and records only)."""
+        for entry in entries:
+            if type(entry) is dict:
+                self.offer(entry_refs(entry))
+                self.pool.setdefault(serde.dumps(self.store.load_value(entry)), entry)
+            elif isinstance(entry, int | Ref):
+                self._offer_blob(entry if isinstance(entry, int) else entry.key)
+
+    def _offer_blob(self, blob_key: int) -> None:
+        row = self.store.conn.execute(_ONE, {"blob_key": blob_key}).fetchone()
+        if row is None or row[0] is not None:
+            return  # appends hold only part of their value
+        if row[1]:
+            self.offer(entry_refs(serde.loads(row[2])))
+            self.pool.setdefault(serde.dumps(self.store.read_value(blob_key)), Ref(blob_key))
+        else:
+            self.pool.setdefault(row[2], Ref(blob_key))
 
     def value(self, value: Any, path: str) -> Any:
-        """Store a write or metadata value: inline if small, else a Ref to a (shared) blob."""
+        """Store a write or metadata value and return its entry."""
         data = serde.dumps(value, path=path)
         if len(data) <= INLINE_MAX:
-            return value
-        return Ref(self._blob(value, data, path))
+            return serde.loads(data)  # a copy, exactly as stored: the caller keeps its value
+        return self._store(value, data, path)
 
     def channel(self, name: str, value: Any, previous: Any) -> Any:
         """Store a channel's new value, as an append to `previous` when the list only grew."""
         data = serde.dumps(value, path=name)
         if len(data) <= INLINE_MAX:
-            return value
+            return serde.loads(data)
         if type(value) is list and isinstance(previous, Ref):
             appended = self._append(value, data, previous.key)
             if appended is not None:
                 return appended
-        blob_key = self._blob(value, data, name)
-        length = len(value) if type(value) is list else -1
-        self.store.remember(blob_key, _ChannelInfo(data, length, 0, len(data), 0))
-        return Ref(blob_key)
+        entry = self._store(value, data, name)
+        if isinstance(entry, Ref):
+            length = len(value) if type(value) is list else -1
+            self.store.remember(entry.key, _ChannelInfo(data, length, 0, len(data), 0))
+        return entry
 
     def _append(self, value: list[Any], data: bytes, base_key: int) -> Ref | None:
         base = self.store.channel_info(base_key)
@@ -220,52 +258,50 @@ class BlobWriter:
             return None  # time for a keyframe
         delta = _array_header(len(value) - base.length) + new_body[len(old_body) :]
         shared = self.pool.get(delta)
-        stored = serde.dumps(Ref(shared)) if shared is not None else delta
-        blob_key = self._insert(stored, base_key=base_key, is_record=shared is not None)
-        self.store.remember(
-            blob_key,
-            _ChannelInfo(
-                data,
-                len(value),
-                base.depth + 1,
-                base.keyframe_bytes,
-                base.appended_bytes + len(delta),
-            ),
+        if isinstance(shared, Ref):
+            stored, is_record = serde.dumps(shared), True
+        else:
+            stored, is_record = delta, False
+        blob_key = self._insert(stored, base_key=base_key, is_record=is_record)
+        info = _ChannelInfo(
+            data, len(value), base.depth + 1, base.keyframe_bytes, base.appended_bytes + len(delta)
         )
+        self.store.remember(blob_key, info)
         return Ref(blob_key)
 
-    def _blob(self, value: Any, data: bytes, path: str) -> int:
+    def _store(self, value: Any, data: bytes, path: str) -> Any:
         found = self.pool.get(data)
         if found is not None:
             return found
+        entry: Any = None
         if type(value) is dict:
-            record: dict[Any, Any] = {}
-            split = False
-            for key, item in value.items():
-                item_data = serde.dumps(item, path=f"{path}.{key}")
-                if len(item_data) >= RECORD_ENTRY_MIN:
-                    record[key] = Ref(self._blob(item, item_data, f"{path}.{key}"))
-                    split = True
-                else:
-                    record[key] = item
-            if split:
+            record = {
+                key: self._part(item, f"{path}.{key}" if isinstance(key, str) else path)
+                for key, item in value.items()
+            }
+            if any(isinstance(item, Ref) for item in record.values()):
                 record_data = serde.dumps(record)
-                blob_key = self.pool.get(record_data) or self._insert(record_data, is_record=True)
-                self.pool[data] = self.pool[record_data] = blob_key
-                return blob_key
-        blob_key = self._insert(data)
-        self.pool[data] = blob_key
-        return blob_key
+                entry = (
+                    record
+                    if len(record_data) <= INLINE_MAX
+                    else Ref(self._insert(record_data, is_record=True))
+                )
+        if entry is None:
+            entry = Ref(self._insert(data))
+        self.pool[data] = entry
+        return entry
+
+    def _part(self, item: Any, path: str) -> Any:
+        data = serde.dumps(item, path=path)
+        if len(data) < RECORD_ENTRY_MIN:
+            return serde.loads(data)
+        entry = self._store(item, data, path)
+        # only references go into a record: a nested inline record would not be resolved
+        return entry if isinstance(entry, Ref) else item
 
     def _insert(self, data: bytes, *, base_key: int | None = None, is_record: bool = False) -> int:
         cursor = self.store.conn.execute(
-            _INSERT,
-            {
-                "thread_key": self.thread_key,
-                "base_key": base_key,
-                "is_record": int(is_record),
-                "value": data,
-            },
+            _INSERT, {"base_key": base_key, "is_record": int(is_record), "value": data}
         )
         assert cursor.lastrowid is not None
         return cursor.lastrowid

@@ -70,7 +70,7 @@ def _tables(conn: sqlite3.Connection) -> list[str]:
 
 
 def statements(sql: str) -> list[str]:
-    """Split a script into statements, leaving out PRAGMAs (the version is set last).
+    """Split a script into statements, without comments and PRAGMAs (the version is set last).
 
     `executescript` would commit the open transaction first, so the schema is applied
     statement by statement inside one.
@@ -78,7 +78,9 @@ def statements(sql: str) -> list[str]:
     found: list[str] = []
     pending = ""
     for line in sql.splitlines(keepends=True):
-        if line.strip().upper().startswith("PRAGMA "):
+        # comments document schema.sql; kept out of the file, where every page counts
+        line = line.split("--", 1)[0].rstrip() + "\n"
+        if line.strip().upper().startswith("PRAGMA ") or not line.strip():
             continue
         pending += line
         if sqlite3.complete_statement(pending):

@@ -93,7 +93,7 @@ def _ext(code: int, payload: Any) -> msgpack.ExtType:
 
 def _default(obj: Any) -> Any:  # noqa: PLR0911 - one branch per supported type
     if isinstance(obj, Message):
-        return _ext(MESSAGE, dict(obj))
+        return _ext(MESSAGE, _message_payload(obj))
     if isinstance(obj, Ref):
         return _ext(REF, obj.key)
     if isinstance(obj, enum.Enum):
@@ -114,6 +114,35 @@ def _default(obj: Any) -> Any:  # noqa: PLR0911 - one branch per supported type
     raise _Unsupported
 
 
+_MESSAGE_TYPES = ("human", "ai", "system", "tool", "remove")
+_MESSAGE_CODES = {name: code for code, name in enumerate(_MESSAGE_TYPES)}
+
+
+def _message_payload(message: Message) -> list[Any]:
+    # [type, content, id, other fields]: the keys every message has are positional, and a
+    # UUID id (the usual case) takes 16 bytes instead of 36
+    fields = dict(message)
+    message_type, content, message_id = fields.pop("type"), fields.pop("content"), fields.pop("id")
+    if isinstance(message_id, str):
+        try:
+            if str(uuid.UUID(message_id)) == message_id:
+                message_id = uuid.UUID(message_id).bytes
+        except ValueError:
+            pass
+    return [_MESSAGE_CODES.get(message_type, message_type), content, message_id, fields or None]
+
+
+def _message(payload: list[Any]) -> Message:
+    message_type, content, message_id, fields = payload
+    if isinstance(message_type, int):
+        message_type = _MESSAGE_TYPES[message_type]
+    if isinstance(message_id, bytes):
+        message_id = str(uuid.UUID(bytes=message_id))
+    return to_message(
+        {**(fields or {}), "type": message_type, "content": content, "id": message_id}
+    )
+
+
 def _sorted_items(items: Any) -> list[Any]:
     # sets are stored sorted when possible, so equal sets give equal bytes
     try:
@@ -124,8 +153,14 @@ def _sorted_items(items: Any) -> list[Any]:
 
 # subclasses of plain types are stored as the plain type
 _PLAIN_BASES: list[tuple[type, Any]] = [
-    (bool, bool), (int, int), (float, float), (str, str),
-    (bytes, bytes), (bytearray, bytes), (Mapping, dict), (list, list),
+    (bool, bool),
+    (int, int),
+    (float, float),
+    (str, str),
+    (bytes, bytes),
+    (bytearray, bytes),
+    (Mapping, dict),
+    (list, list),
 ]
 
 # datetime before date: a datetime is a date
@@ -177,7 +212,7 @@ _DECODERS: dict[int, Any] = {
     DECIMAL: Decimal,
     ENUM: lambda p: _typed(p, "value"),
     OBJECT: lambda p: _typed(p, "data"),
-    MESSAGE: to_message,
+    MESSAGE: _message,
     REF: Ref,
 }
 
@@ -204,7 +239,14 @@ def _walk(value: Any, path: str) -> Iterator[tuple[str, Any]]:
 def _children(value: Any, path: str) -> Iterator[tuple[str, Any]]:
     if isinstance(value, Mapping):
         for key, item in value.items():
-            yield (f"{path}.{key}" if isinstance(key, str) and key.isidentifier() else f"{path}[{key!r}]"), item
+            yield (
+                (
+                    f"{path}.{key}"
+                    if isinstance(key, str) and key.isidentifier()
+                    else f"{path}[{key!r}]"
+                ),
+                item,
+            )
     elif isinstance(value, list | tuple | set | frozenset):
         for index, item in enumerate(value):
             yield f"{path}[{index}]", item

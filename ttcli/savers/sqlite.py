@@ -2,7 +2,7 @@
 
 Several processes may write one file: WAL journal, a busy timeout, and `BEGIN IMMEDIATE` for
 every write, so a checkpoint with its values commits as one transaction or not at all. Reads
-run in a read transaction so they see one consistent snapshot while others write.
+run in a read transaction, so they see one consistent snapshot while others write.
 """
 
 from __future__ import annotations
@@ -12,7 +12,8 @@ import json
 import sqlite3
 import threading
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
+from collections import OrderedDict
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -26,7 +27,6 @@ from ttcli.errors import (
     SerializationError,
     StorageError,
 )
-from ttcli.savers import serde
 from ttcli.savers.base import (
     WRITES_IDX_MAP,
     BaseSaver,
@@ -35,11 +35,20 @@ from ttcli.savers.base import (
     PendingWrite,
     validate_filter,
 )
-from ttcli.savers.blobs import BlobStore
+from ttcli.savers.blobs import BlobStore, entry_refs
 from ttcli.savers.migrations import ensure_schema
-from ttcli.savers.serde import Ref
+from ttcli.savers.records import (
+    METADATA_SQL,
+    Names,
+    State,
+    decode_pending,
+    encode_pending,
+    metadata_columns,
+    metadata_of,
+)
+from ttcli.uuid6 import id_micros
 
-DEFAULT_BUSY_TIMEOUT = 30.0  # seconds a writer waits for another one before giving up
+DEFAULT_BUSY_TIMEOUT = 30.0  # seconds a writer waits for another before giving up
 
 _THREAD = """
 SELECT thread_key
@@ -53,63 +62,84 @@ INSERT INTO threads (thread_id, checkpoint_ns)
 VALUES (:thread_id, :checkpoint_ns)
 """
 
-_COLUMNS = """
-SELECT c.checkpoint_key, t.thread_id, t.checkpoint_ns, c.checkpoint_id, c.parent_id,
-       c.created_at, c.metadata, c.state
+_SELECT = """
+SELECT c.thread_key, t.thread_id, t.checkpoint_ns, c.checkpoint_id, c.parent_id, c.created_at,
+       c.source, c.step, c.metadata, c.state
 FROM checkpoints AS c
 JOIN threads AS t USING (thread_key)
 """
 
-_BY_ID = _COLUMNS + """
+_BY_ID = (
+    _SELECT
+    + """
 WHERE c.thread_key = :thread_key
   AND c.checkpoint_id = :checkpoint_id
 """
+)
 
-_LATEST = _COLUMNS + """
+_LATEST = (
+    _SELECT
+    + """
 WHERE c.thread_key = :thread_key
 ORDER BY c.checkpoint_id DESC
 LIMIT 1
 """
+)
+
+_STATE = """
+SELECT parent_id, state, parent_writes
+FROM checkpoints
+WHERE thread_key = :thread_key
+  AND checkpoint_id = :checkpoint_id
+"""
 
 _INSERT_CHECKPOINT = """
-INSERT INTO checkpoints (thread_key, checkpoint_id, parent_id, created_at, metadata, state)
-VALUES (:thread_key, :checkpoint_id, :parent_id, :created_at, :metadata, :state)
+INSERT INTO checkpoints (
+    thread_key, checkpoint_id, parent_id, source, step, writers, metadata, created_at, state,
+    parent_writes
+)
+VALUES (
+    :thread_key, :checkpoint_id, :parent_id, :source, :step, :writers, :metadata, :created_at,
+    :state, :parent_writes
+)
 """
 
-_WRITES = """
-SELECT task_id, channel, value, blob_key
+_LATEST_ID = """
+SELECT max(checkpoint_id)
+FROM checkpoints
+WHERE thread_key = :thread_key
+"""
+
+_NEXT = """
+SELECT parent_id, parent_writes
+FROM checkpoints
+WHERE thread_key = :thread_key
+  AND checkpoint_id > :checkpoint_id
+ORDER BY checkpoint_id
+LIMIT 1
+"""
+
+_DELETE_PENDING = """
+DELETE FROM writes
+WHERE thread_key = :thread_key
+  AND checkpoint_id = :checkpoint_id
+"""
+
+_PENDING = """
+SELECT tasks
 FROM writes
-WHERE checkpoint_key = :checkpoint_key
-ORDER BY task_path, task_id, idx
+WHERE thread_key = :thread_key
+  AND checkpoint_id = :checkpoint_id
 """
 
-_WRITE_EXISTS = """
-SELECT 1
-FROM writes
-WHERE checkpoint_key = :checkpoint_key
-  AND task_id = :task_id
-  AND idx = :idx
+_SET_PENDING = """
+INSERT OR REPLACE INTO writes (thread_key, checkpoint_id, tasks)
+VALUES (:thread_key, :checkpoint_id, :tasks)
 """
 
-_INSERT_WRITE = """
-INSERT OR REPLACE INTO writes (checkpoint_key, task_id, idx, task_path, channel, value, blob_key)
-VALUES (:checkpoint_key, :task_id, :idx, :task_path, :channel, :value, :blob_key)
-"""
+STATE_CACHE_MAX = 1024  # resolved checkpoint states kept for delta decoding
 
-_WRITE_BLOBS = """
-SELECT b.blob_key, b.is_record, b.value
-FROM writes AS w
-JOIN blobs AS b ON b.blob_key = w.blob_key
-WHERE w.checkpoint_key = :checkpoint_key
-  AND b.base_key IS NULL
-"""
-
-_STANDALONE_BLOBS = """
-SELECT blob_key, is_record, value
-FROM blobs
-WHERE base_key IS NULL
-  AND blob_key IN (SELECT value FROM json_each(:keys))
-"""
+Pending = dict[str, tuple[str, dict[int, tuple[str, Any]]]]
 
 
 class SqliteSaver(BaseSaver):
@@ -130,18 +160,19 @@ class SqliteSaver(BaseSaver):
             raise StorageError(f"cannot open {self.path}: {exc}") from None
         self._lock = threading.RLock()
         self.blobs = BlobStore(self.conn)
+        self.names = Names(self.conn)
+        self._states: OrderedDict[tuple[int, bytes], State] = OrderedDict()
         try:
             self.conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
             ensure_schema(self.conn, self.path)
             if self.path != ":memory:":
                 self.conn.execute("PRAGMA journal_mode = WAL")
-            # WAL with synchronous=NORMAL survives any process crash; only power loss can
-            # lose the last transactions
+            # in WAL mode, synchronous=NORMAL survives any crash of the process; only a power
+            # cut can lose the last transactions
             self.conn.execute("PRAGMA synchronous = NORMAL")
-            self.conn.execute("PRAGMA foreign_keys = OFF")
-        except sqlite3.OperationalError as exc:
+        except sqlite3.Error as exc:
             self.conn.close()
-            raise _storage_error(exc, self.path) from None
+            raise storage_error(exc, self.path) from None
         except BaseException:
             self.conn.close()
             raise
@@ -170,16 +201,17 @@ class SqliteSaver(BaseSaver):
         with self._lock:
             try:
                 self.conn.execute("BEGIN IMMEDIATE")
-            except sqlite3.OperationalError as exc:
-                raise _storage_error(exc, self.path) from None
+            except sqlite3.Error as exc:
+                raise storage_error(exc, self.path) from None
             try:
                 yield self.conn
                 self.conn.execute("COMMIT")
             except BaseException as exc:
-                self.conn.execute("ROLLBACK")
-                self.blobs.forget()
-                if isinstance(exc, sqlite3.OperationalError):
-                    raise _storage_error(exc, self.path) from None
+                if self.conn.in_transaction:
+                    self.conn.execute("ROLLBACK")
+                self.forget()
+                if isinstance(exc, sqlite3.Error):
+                    raise storage_error(exc, self.path) from None
                 raise
 
     @contextmanager
@@ -189,27 +221,24 @@ class SqliteSaver(BaseSaver):
             try:
                 self.conn.execute("BEGIN")
                 yield self.conn
-            except sqlite3.OperationalError as exc:
-                raise _storage_error(exc, self.path) from None
+            except sqlite3.Error as exc:
+                raise storage_error(exc, self.path) from None
             finally:
                 if self.conn.in_transaction:
                     self.conn.execute("COMMIT")
+
+    def forget(self) -> None:
+        """Drop cached names, states and values (after a rollback, or rows deleted)."""
+        self.blobs.forget()
+        self.names.forget()
+        self._states.clear()
 
     # -- the saver contract --------------------------------------------------------------------
 
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         ref = self.ref(config)
         with self.read() as conn:
-            thread_key = self._thread_key(ref)
-            if thread_key is None:
-                return None
-            if ref.checkpoint_id is None:
-                row = conn.execute(_LATEST, {"thread_key": thread_key}).fetchone()
-            else:
-                key = _id_bytes(ref.checkpoint_id)
-                if key is None:
-                    return None
-                row = conn.execute(_BY_ID, {"thread_key": thread_key, "checkpoint_id": key}).fetchone()
+            row = self._row(conn, ref)
             return self._tuple(row) if row else None
 
     def list(
@@ -233,25 +262,12 @@ class SqliteSaver(BaseSaver):
         before: RunnableConfig | None = None,
         limit: int | None = None,
     ) -> builtins.list[CheckpointTuple]:
-        """Like `list`, without reading any stored value: checkpoints come without
-        channel values, and `writes` in the metadata holds node names only."""
+        """Like `list`, without reading a single stored value: checkpoints come without
+        channel values or pending writes, and metadata.writes maps each node to None."""
         query, params = self._list_query(config, filter, before, limit)
         with self.read() as conn:
             rows = conn.execute(query, params).fetchall()
-        found = []
-        for _key, thread_id, ns, checkpoint_id, parent_id, created_at, metadata, state in rows:
-            decoded = serde.loads(state)
-            ref = CheckpointRef(thread_id, ns)
-            checkpoint = _checkpoint(checkpoint_id, created_at, decoded, {})
-            found.append(
-                CheckpointTuple(
-                    config=ref.at(checkpoint["id"]).to_config(),
-                    checkpoint=checkpoint,
-                    metadata=json.loads(metadata),
-                    parent_config=ref.at(_id_text(parent_id)).to_config() if parent_id else None,
-                )
-            )
-        return found
+            return [self._tuple(row, values=False) for row in rows]
 
     def put(
         self,
@@ -262,57 +278,62 @@ class SqliteSaver(BaseSaver):
     ) -> RunnableConfig:
         ref = self.ref(config)
         checkpoint_id = _require_id(checkpoint["id"])
+        parent_id = _require_id(ref.checkpoint_id) if ref.checkpoint_id else None
         created_at = _micros(checkpoint["ts"])
+        source, step, writers, other = metadata_columns(metadata)
         with self.write() as conn:
-            thread_key = self._thread_key(ref, create=True)
+            thread_key = self._thread_key(conn, ref, create=True)
             assert thread_key is not None
-            parent = None
-            if ref.checkpoint_id is not None:
-                parent = conn.execute(
-                    _BY_ID, {"thread_key": thread_key, "checkpoint_id": _require_id(ref.checkpoint_id)}
-                ).fetchone()
-            writer = self.blobs.writer(thread_key)
-            previous: dict[str, Any] = {}
+            writer = self.blobs.writer()
+            parent = None if parent_id is None else self._state(conn, thread_key, parent_id)
+            previous: dict[str, builtins.list[Any]] = {}
+            moved = None
             if parent is not None:
-                previous = serde.loads(parent[7])["c"]
-                writer.offer(conn.execute(_WRITE_BLOBS, {"checkpoint_key": parent[0]}).fetchall())
-            channels: dict[str, Any] = {}
-            versions = checkpoint["channel_versions"]
-            for name in [*checkpoint["channel_values"], *versions]:
-                if name in channels:
-                    continue
+                previous = parent.channels
+                pending = self._pending(conn, thread_key, parent_id)
+                writer.offer(e for _, writes in pending.values() for _, e in writes.values())
+                moved = self._take_pending(conn, thread_key, parent_id)
+            values, versions = checkpoint["channel_values"], checkpoint["channel_versions"]
+            channels: dict[str, builtins.list[Any]] = {}
+            for name in dict.fromkeys([*values, *versions]):
                 entry: builtins.list[Any] = [versions.get(name)]
-                if name in checkpoint["channel_values"]:
-                    before = previous.get(name)
-                    if before is not None and len(before) == 2 and before[0] == entry[0] and name not in new_versions:
-                        entry.append(before[1])
-                    else:
-                        prior = before[1] if before is not None and len(before) == 2 else None
-                        entry.append(writer.channel(name, checkpoint["channel_values"][name], prior))
+                if name in values:
+                    before = previous.get(name, [])
+                    unchanged = (
+                        len(before) == 2 and before[0] == entry[0] and name not in new_versions
+                    )
+                    prior = before[1] if len(before) == 2 else None
+                    entry.append(prior if unchanged else writer.channel(name, values[name], prior))
                 channels[name] = entry
             writes = metadata.get("writes")
-            stored_writes = (
-                [[node, writer.value(value, f"writes.{node}")] for node, value in writes.items()]
+            state = State(
+                channels=channels,
+                # copies: the state is cached, and the caller goes on changing its checkpoint
+                versions_seen={n: dict(seen) for n, seen in checkpoint["versions_seen"].items()},
+                updated=None if (u := checkpoint["updated_channels"]) is None else builtins.list(u),
+                writes=[
+                    (node, writer.value(value, f"writes.{node}")) for node, value in writes.items()
+                ]
                 if isinstance(writes, Mapping)
-                else None
+                else None,
             )
-            state = {
-                "c": channels,
-                "s": checkpoint["versions_seen"],
-                "u": checkpoint["updated_channels"],
-                "w": stored_writes,
-            }
             conn.execute(
                 _INSERT_CHECKPOINT,
                 {
                     "thread_key": thread_key,
                     "checkpoint_id": checkpoint_id,
-                    "parent_id": _require_id(ref.checkpoint_id) if ref.checkpoint_id else None,
-                    "created_at": created_at,
-                    "metadata": _metadata_json(metadata),
-                    "state": serde.dumps(state, path="checkpoint"),
+                    "parent_id": parent_id,
+                    "source": source,
+                    "step": step,
+                    "writers": writers,
+                    "metadata": other,
+                    # the id carries the creation time; store it only if they differ
+                    "created_at": None if created_at == id_micros(checkpoint_id) else created_at,
+                    "state": state.encode(self.names, parent),
+                    "parent_writes": moved,
                 },
             )
+            self._cache(thread_key, checkpoint_id, state)
         return ref.at(checkpoint["id"]).to_config()
 
     def put_writes(
@@ -325,62 +346,177 @@ class SqliteSaver(BaseSaver):
         ref = self.ref(config)
         replace = all(channel in WRITES_IDX_MAP for channel, _ in writes)
         with self.write() as conn:
-            thread_key = self._thread_key(ref)
-            row = None
-            if thread_key is not None and ref.checkpoint_id is not None:
-                key = _id_bytes(ref.checkpoint_id)
-                if key is not None:
-                    row = conn.execute(_BY_ID, {"thread_key": thread_key, "checkpoint_id": key}).fetchone()
+            row = self._row(conn, ref) if ref.checkpoint_id is not None else None
             if row is None:
                 raise CheckpointNotFoundError(str(ref.checkpoint_id), ref.thread_id)
-            assert thread_key is not None
-            writer = self.blobs.writer(thread_key)
-            state = serde.loads(row[7])
-            own = [entry[1].key for name, entry in state["c"].items()
-                   if name in (state["u"] or ()) and len(entry) == 2 and isinstance(entry[1], Ref)]
-            writer.offer(conn.execute(_STANDALONE_BLOBS, {"keys": json.dumps(own)}).fetchall())
+            thread_key, checkpoint_id = row[0], row[3]
+            state = self._state(conn, thread_key, checkpoint_id)
+            assert state is not None
+            pending = self._pending(conn, thread_key, checkpoint_id)
+            table = self._table_pending(conn, thread_key, checkpoint_id)
+            writer = self.blobs.writer()
+            writer.offer(
+                entry[1]
+                for name, entry in state.channels.items()
+                if name in (state.updated or ()) and len(entry) == 2
+            )
+            saved = pending.get(task_id, (task_path, {}))[1]
+            _path, stored = table.setdefault(task_id, (task_path, {}))
             for position, (channel, value) in enumerate(writes):
                 idx = WRITES_IDX_MAP.get(channel, position)
-                params = {"checkpoint_key": row[0], "task_id": task_id, "idx": idx}
-                if not replace and conn.execute(_WRITE_EXISTS, params).fetchone():
+                if idx in saved and not replace:
                     continue  # a write already saved for this task is kept, as in LangGraph
-                stored = writer.value(value, channel)
-                conn.execute(
-                    _INSERT_WRITE,
-                    {
-                        **params,
-                        "task_path": task_path,
-                        "channel": channel,
-                        "value": None if isinstance(stored, Ref) else serde.dumps(stored),
-                        "blob_key": stored.key if isinstance(stored, Ref) else None,
-                    },
-                )
+                stored[idx] = (channel, writer.value(value, channel))
+            conn.execute(
+                _SET_PENDING,
+                {
+                    "thread_key": thread_key,
+                    "checkpoint_id": checkpoint_id,
+                    "tasks": encode_pending(table, self.names),
+                },
+            )
 
     def delete_thread(self, thread_id: str) -> None:
         with self.write() as conn:
-            keys = [r[0] for r in conn.execute("SELECT thread_key FROM threads WHERE thread_id = ?", (thread_id,))]
-            for thread_key in keys:
-                conn.execute(
-                    "DELETE FROM writes WHERE checkpoint_key IN "
-                    "(SELECT checkpoint_key FROM checkpoints WHERE thread_key = ?)",
-                    (thread_key,),
+            keys = [
+                key
+                for (key,) in conn.execute(
+                    "SELECT thread_key FROM threads WHERE thread_id = ?", (thread_id,)
                 )
+            ]
+            for thread_key in keys:
+                ids = [
+                    checkpoint_id
+                    for (checkpoint_id,) in conn.execute(
+                        "SELECT checkpoint_id FROM checkpoints WHERE thread_key = ?", (thread_key,)
+                    )
+                ]
+                refs = self._refs(conn, thread_key, ids)
+                self._delete_blobs(conn, self.blobs.reachable(refs))
+                conn.execute("DELETE FROM writes WHERE thread_key = ?", (thread_key,))
                 conn.execute("DELETE FROM checkpoints WHERE thread_key = ?", (thread_key,))
-                conn.execute("DELETE FROM blobs WHERE thread_key = ?", (thread_key,))
                 conn.execute("DELETE FROM threads WHERE thread_key = ?", (thread_key,))
-        self.blobs.forget()
+        self.forget()
 
     # -- helpers ------------------------------------------------------------------------------
 
-    def _thread_key(self, ref: CheckpointRef, *, create: bool = False) -> int | None:
+    def _refs(self, conn: sqlite3.Connection, thread_key: int, ids: Iterable[bytes]) -> set[int]:
+        """Blob keys that checkpoints (their values, writes and pending writes) point at."""
+        found: set[int] = set()
+        for checkpoint_id in ids:
+            state = self._state(conn, thread_key, checkpoint_id)
+            if state is None:
+                continue
+            for entry in state.channels.values():
+                if len(entry) == 2:
+                    found.update(entry_refs(entry[1]))
+            for _node, entry in state.writes or ():
+                found.update(entry_refs(entry))
+            params = {"thread_key": thread_key, "checkpoint_id": checkpoint_id}
+            own = conn.execute(_STATE, params).fetchone()
+            for pending in (
+                self._table_pending(conn, thread_key, checkpoint_id),
+                decode_pending(own[2] if own else None, self.names),
+            ):
+                for _path, writes in pending.values():
+                    for _channel, entry in writes.values():
+                        found.update(entry_refs(entry))
+        return found
+
+    def _state(
+        self, conn: sqlite3.Connection, thread_key: int, checkpoint_id: bytes
+    ) -> State | None:
+        """A checkpoint's resolved state (deltas applied), or None if it does not exist."""
+        cached = self._states.get((thread_key, checkpoint_id))
+        if cached is not None:
+            self._states.move_to_end((thread_key, checkpoint_id))
+            return cached
+        row = conn.execute(
+            _STATE, {"thread_key": thread_key, "checkpoint_id": checkpoint_id}
+        ).fetchone()
+        if row is None:
+            return None
+        parent_id, data, _moved = row
+        parent = None
+        if State.depth_of(data) and parent_id is not None:
+            parent = self._state(conn, thread_key, parent_id)
+        state = State.decode(data, self.names, parent)
+        self._cache(thread_key, checkpoint_id, state)
+        return state
+
+    def _cache(self, thread_key: int, checkpoint_id: bytes, state: State) -> None:
+        self._states[(thread_key, checkpoint_id)] = state
+        if len(self._states) > STATE_CACHE_MAX:
+            self._states.popitem(last=False)
+
+    def _pending(self, conn: sqlite3.Connection, thread_key: int, checkpoint_id: bytes) -> Pending:
+        """A checkpoint's pending writes: those moved into its child, then those still in
+        `writes` (a later normal write never replaces an earlier one; special ones do)."""
+        params = {"thread_key": thread_key, "checkpoint_id": checkpoint_id}
+        following = conn.execute(_NEXT, params).fetchone()
+        merged: Pending = {}
+        if following is not None and following[0] == checkpoint_id:
+            merged = decode_pending(following[1], self.names)
+        for task_id, (path, writes) in self._table_pending(conn, thread_key, checkpoint_id).items():
+            _path, known = merged.setdefault(task_id, (path, {}))
+            for idx, write in writes.items():
+                if idx < 0 or idx not in known:
+                    known[idx] = write
+        return merged
+
+    def _table_pending(
+        self, conn: sqlite3.Connection, thread_key: int, checkpoint_id: bytes
+    ) -> Pending:
+        params = {"thread_key": thread_key, "checkpoint_id": checkpoint_id}
+        row = conn.execute(_PENDING, params).fetchone()
+        return decode_pending(row[0] if row else None, self.names)
+
+    def _take_pending(
+        self, conn: sqlite3.Connection, thread_key: int, parent_id: bytes
+    ) -> bytes | None:
+        """Move the parent's pending writes out of `writes` for its child's row, if the parent
+        is the thread's latest checkpoint (so the child will be the row right after it)."""
+        params = {"thread_key": thread_key, "checkpoint_id": parent_id}
+        (latest,) = conn.execute(_LATEST_ID, params).fetchone()
+        if latest != parent_id:
+            return None
+        row = conn.execute(_PENDING, params).fetchone()
+        if row is None:
+            return None
+        conn.execute(_DELETE_PENDING, params)
+        return row[0]  # type: ignore[no-any-return]
+
+    @staticmethod
+    def _delete_blobs(conn: sqlite3.Connection, keys: Iterable[int]) -> None:
+        ordered = sorted(keys)
+        for start in range(0, len(ordered), 500):
+            chunk = ordered[start : start + 500]
+            conn.execute(
+                f"DELETE FROM blobs WHERE blob_key IN ({','.join('?' * len(chunk))})", chunk
+            )
+
+    def _thread_key(
+        self, conn: sqlite3.Connection, ref: CheckpointRef, *, create: bool = False
+    ) -> int | None:
         params = {"thread_id": ref.thread_id, "checkpoint_ns": ref.checkpoint_ns}
-        row = self.conn.execute(_THREAD, params).fetchone()
+        row = conn.execute(_THREAD, params).fetchone()
         if row is not None:
             return int(row[0])
         if not create:
             return None
-        cursor = self.conn.execute(_NEW_THREAD, params)
-        return cursor.lastrowid
+        return conn.execute(_NEW_THREAD, params).lastrowid
+
+    def _row(self, conn: sqlite3.Connection, ref: CheckpointRef) -> Sequence[Any] | None:
+        thread_key = self._thread_key(conn, ref)
+        if thread_key is None:
+            return None
+        if ref.checkpoint_id is None:
+            return conn.execute(_LATEST, {"thread_key": thread_key}).fetchone()  # type: ignore[no-any-return]
+        checkpoint_id = _id_bytes(ref.checkpoint_id)
+        if checkpoint_id is None:
+            return None
+        params = {"thread_key": thread_key, "checkpoint_id": checkpoint_id}
+        return conn.execute(_BY_ID, params).fetchone()  # type: ignore[no-any-return]
 
     def _list_query(
         self,
@@ -409,7 +545,7 @@ class SqliteSaver(BaseSaver):
             # the key is bound as a JSON path, never pasted into the SQL text
             params[f"path{n}"] = "$" + "".join(f'."{part}"' for part in key.split("."))
             params[f"value{n}"] = _filter_value(value)
-        query = _COLUMNS
+        query = _SELECT
         if clauses:
             query += "WHERE " + "\n  AND ".join(clauses) + "\n"
         query += "ORDER BY c.checkpoint_id DESC\n"
@@ -418,59 +554,58 @@ class SqliteSaver(BaseSaver):
             params["limit"] = int(limit)
         return query, params
 
-    def _tuple(self, row: Sequence[Any]) -> CheckpointTuple:
-        checkpoint_key, thread_id, ns, checkpoint_id, parent_id, created_at, metadata_json, state_data = row
-        state = serde.loads(state_data)
-        values = {
-            name: self.blobs.load(entry[1]) for name, entry in state["c"].items() if len(entry) == 2
-        }
-        metadata = json.loads(metadata_json)
-        if state.get("w") is not None:
-            metadata["writes"] = {node: self.blobs.load_value(entry) for node, entry in state["w"]}
-        pending: builtins.list[PendingWrite] = [
-            (task_id, channel, self.blobs.read_value(blob_key) if value is None else serde.loads(value))
-            for task_id, channel, value, blob_key in self.conn.execute(
-                _WRITES, {"checkpoint_key": checkpoint_key}
-            )
-        ]
+    def _tuple(self, row: Sequence[Any], *, values: bool = True) -> CheckpointTuple:
+        (thread_key, thread_id, ns, checkpoint_id, parent_id, created_at,
+         source, step, other, _state) = row  # fmt: skip
+        state = self._state(self.conn, thread_key, checkpoint_id)
+        assert state is not None
+        load = self.blobs.load if values else _skip
+        load_value = self.blobs.load_value if values else _skip
+        writes = None if state.writes is None else {n: load_value(e) for n, e in state.writes}
+        pending: builtins.list[PendingWrite] = []
+        if values:
+            tasks = self._pending(self.conn, thread_key, checkpoint_id)
+            # the order the runtime applies them in: (task_path, task_id, idx)
+            for task_id, (_path, task_writes) in sorted(
+                tasks.items(), key=lambda t: (t[1][0], t[0])
+            ):
+                for _idx, (channel, entry) in sorted(task_writes.items()):
+                    pending.append((task_id, channel, load_value(entry)))
         ref = CheckpointRef(thread_id, ns)
-        checkpoint = _checkpoint(checkpoint_id, created_at, state, values)
+        checkpoint = Checkpoint(
+            v=1,
+            id=_id_text(checkpoint_id),
+            ts=datetime.fromtimestamp(
+                (created_at if created_at is not None else id_micros(checkpoint_id) or 0)
+                / 1_000_000,
+                UTC,
+            ).isoformat(),
+            channel_values={
+                name: load(entry[1]) for name, entry in state.channels.items() if len(entry) == 2
+            }
+            if values
+            else {},
+            channel_versions={n: e[0] for n, e in state.channels.items() if e[0] is not None},
+            # copies: the resolved state is cached and callers may change what they get
+            versions_seen={node: dict(seen) for node, seen in state.versions_seen.items()},
+            updated_channels=None if state.updated is None else builtins.list(state.updated),
+        )
         return CheckpointTuple(
             config=ref.at(checkpoint["id"]).to_config(),
             checkpoint=checkpoint,
-            metadata=metadata,
+            metadata=metadata_of(source, step, other, writes),
             parent_config=ref.at(_id_text(parent_id)).to_config() if parent_id else None,
-            pending_writes=pending,
+            pending_writes=pending if values else None,
         )
 
 
-def _checkpoint(checkpoint_id: bytes, created_at: int, state: dict[str, Any], values: dict[str, Any]) -> Checkpoint:
-    return Checkpoint(
-        v=1,
-        id=_id_text(checkpoint_id),
-        ts=datetime.fromtimestamp(created_at / 1_000_000, UTC).isoformat(),
-        channel_values=values,
-        channel_versions={name: entry[0] for name, entry in state["c"].items() if entry[0] is not None},
-        versions_seen=state["s"],
-        updated_channels=state["u"],
-    )
-
-
-def _metadata_json(metadata: Mapping[str, Any]) -> str:
-    """Metadata as JSON text; `writes` keeps only node names (values live in blobs)."""
-    plain = dict(metadata)
-    writes = plain.get("writes")
-    if isinstance(writes, Mapping):
-        plain["writes"] = builtins.list(writes)
-    try:
-        return json.dumps(plain, ensure_ascii=False, separators=(",", ":"))
-    except (TypeError, ValueError) as exc:
-        raise SerializationError(f"cannot store metadata: {exc}; use JSON values") from None
+def _skip(entry: Any) -> None:
+    return None
 
 
 def _filter_clause(n: int, value: Any) -> str:
-    extract = f"json_extract(c.metadata, :path{n})"
-    kind = f"json_type(c.metadata, :path{n})"
+    extract = f"json_extract({METADATA_SQL}, :path{n})"
+    kind = f"json_type({METADATA_SQL}, :path{n})"
     if value is None:
         return f"{extract} IS NULL"
     if isinstance(value, bool):
@@ -519,7 +654,8 @@ def _id_text(data: bytes) -> str:
     return str(uuid.UUID(bytes=bytes(data)))
 
 
-def _storage_error(exc: sqlite3.Error, path: str) -> Exception:
+def storage_error(exc: sqlite3.Error, path: str) -> Exception:
+    """The ttcli error for a sqlite3 failure: busy, not a database, or other."""
     message = str(exc)
     if "locked" in message or "busy" in message:
         return DatabaseBusyError(f"{path} is busy: another process holds its lock; retry later")

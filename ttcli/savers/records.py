@@ -1,0 +1,240 @@
+"""Encoding a checkpoint's state, metadata and pending writes into the row of `schema.sql`."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ttcli.errors import CorruptValueError, SerializationError
+from ttcli.savers import serde
+
+#: an entry (see blobs.py) for each of a task's writes, by write index
+TaskWrites = dict[int, tuple[str, Any]]
+
+
+class Names:
+    """Channel, node and task path names interned in the `names` table."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+        self._keys: dict[str, int] = {}
+        self._names: dict[int, str] = {}
+
+    def key(self, name: str) -> int:
+        """The key of a name, adding it (call inside a write transaction)."""
+        found = self._keys.get(name)
+        if found is None:
+            self._load()
+            found = self._keys.get(name)
+        if found is None:
+            found = self.conn.execute("INSERT INTO names (name) VALUES (?)", (name,)).lastrowid
+            assert found is not None
+            self._keys[name], self._names[found] = found, name
+        return found
+
+    def _load(self) -> None:
+        for found, name in self.conn.execute("SELECT name_key, name FROM names"):
+            self._names[found] = name
+            self._keys.setdefault(name, found)
+
+    def name(self, key: int) -> str:
+        if key not in self._names:
+            self._load()
+        try:
+            return self._names[key]
+        except KeyError:
+            raise CorruptValueError(f"name {key} is missing from the names table") from None
+
+    def forget(self) -> None:
+        """Drop cached keys (after a rollback they may not exist)."""
+        self._keys.clear()
+        self._names.clear()
+
+
+KEYFRAME_DEPTH = 16  # a full state at least every this many checkpoints of a lineage
+
+
+@dataclass
+class State:
+    """The non-value part of a checkpoint, with its values as entries (see blobs.py)."""
+
+    #: channel -> [version] (no value) or [version, entry]
+    channels: dict[str, list[Any]]
+    versions_seen: dict[str, dict[str, int]]
+    updated: list[str] | None
+    #: metadata.writes as (node, entry) pairs, or None
+    writes: list[tuple[str, Any]] | None
+    #: checkpoints since the last full state in this lineage (0: stored in full)
+    depth: int = 0
+
+    def encode(self, names: Names, parent: State | None) -> bytes:
+        """Encode in full, or as the changes since `parent` when that keeps reads short."""
+        full = parent is None or parent.depth + 1 >= KEYFRAME_DEPTH
+        self.depth = 0 if parent is None or full else parent.depth + 1
+        channels: dict[str, Any] = self.channels
+        seen: dict[str, Any] = self.versions_seen
+        if parent is not None and not full:
+            channels = _changes(parent.channels, self.channels)
+            seen = _changes(parent.versions_seen, self.versions_seen)
+        return serde.dumps(
+            [
+                self.depth,
+                {names.key(chan): entry for chan, entry in channels.items()},
+                {
+                    names.key(node): None if m is None else {names.key(c): v for c, v in m.items()}
+                    for node, m in seen.items()
+                },
+                None if self.updated is None else [names.key(chan) for chan in self.updated],
+                None if self.writes is None else [self._write(names, n, e) for n, e in self.writes],
+            ],
+            path="checkpoint",
+        )
+
+    def _write(self, names: Names, node: str, entry: Any) -> list[Any]:
+        # the input's writes are the __start__ channel's value: name the channel, not again
+        for channel in self.updated or ():
+            found = self.channels.get(channel, [])
+            if len(found) == 2 and found[1] is entry and entry is not None:
+                return [names.key(node), 0, names.key(channel)]
+        return [names.key(node), entry]
+
+    @staticmethod
+    def depth_of(data: bytes) -> int:
+        depth = serde.loads(data)[0]
+        if not isinstance(depth, int):
+            raise CorruptValueError("checkpoint state has the wrong shape")
+        return depth
+
+    @classmethod
+    def decode(cls, data: bytes, names: Names, parent: State | None) -> State:
+        """Decode a row's state; a delta needs its parent's resolved state."""
+        try:
+            depth, channels, seen, updated, writes = serde.loads(data)
+            channels = {names.name(k): entry for k, entry in channels.items()}
+            seen = {
+                names.name(n): None if m is None else {names.name(c): v for c, v in m.items()}
+                for n, m in seen.items()
+            }
+            if depth:
+                if parent is None:
+                    raise CorruptValueError("checkpoint state is a delta whose parent is missing")
+                channels = _apply(parent.channels, channels)
+                seen = _apply(parent.versions_seen, seen)
+            return cls(
+                channels=channels,
+                versions_seen=seen,
+                updated=None if updated is None else [names.name(k) for k in updated],
+                writes=None
+                if writes is None
+                else [_read_write(names, channels, w) for w in writes],
+                depth=depth,
+            )
+        except (TypeError, ValueError, AttributeError) as exc:
+            raise CorruptValueError(f"checkpoint state has the wrong shape ({exc})") from None
+
+
+def _read_write(names: Names, channels: dict[str, list[Any]], stored: list[Any]) -> tuple[str, Any]:
+    if len(stored) == 3:  # [node, 0, channel]: the same value as that channel's
+        return names.name(stored[0]), channels[names.name(stored[2])][1]
+    return names.name(stored[0]), stored[1]
+
+
+def _changes(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
+    changed: dict[str, Any] = {k: v for k, v in new.items() if old.get(k) != v}
+    changed.update({k: None for k in old if k not in new})
+    return changed
+
+
+def _apply(old: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
+    merged = dict(old)
+    for key, value in changes.items():
+        if value is None:
+            merged.pop(key, None)
+        else:
+            merged[key] = value
+    return merged
+
+
+def encode_pending(pending: dict[str, tuple[str, TaskWrites]], names: Names) -> bytes:
+    return serde.dumps(
+        {
+            _task_key(task_id): [
+                names.key(path),
+                [[i, names.key(c), e] for i, (c, e) in writes.items()],
+            ]
+            for task_id, (path, writes) in pending.items()
+        },
+        path="pending writes",
+    )
+
+
+def decode_pending(data: bytes | None, names: Names) -> dict[str, tuple[str, TaskWrites]]:
+    if data is None:
+        return {}
+    try:
+        return {
+            _task_text(task): (names.name(path), {i: (names.name(c), e) for i, c, e in writes})
+            for task, (path, writes) in serde.loads(data).items()
+        }
+    except (TypeError, ValueError, AttributeError) as exc:
+        raise CorruptValueError(f"pending writes have the wrong shape ({exc})") from None
+
+
+def metadata_columns(metadata: Mapping[str, Any]) -> tuple[str, int, str | None, str | None]:
+    """(source, step, writers JSON, other keys JSON) for a checkpoint row.
+
+    The row keeps `parents` only when it is not `{}`, and marks keys the metadata lacks
+    (parents, writes) with null, so reading rebuilds exactly what was stored.
+    """
+    source, step = metadata.get("source"), metadata.get("step")
+    if not isinstance(source, str) or not isinstance(step, int) or isinstance(step, bool):
+        raise SerializationError("checkpoint metadata needs a text 'source' and an integer 'step'")
+    writes = metadata.get("writes")
+    writers = json.dumps(list(writes)) if isinstance(writes, Mapping) else None
+    extra = {k: v for k, v in metadata.items() if k not in ("source", "step", "parents", "writes")}
+    if "parents" not in metadata:
+        extra["parents"] = None
+    elif metadata["parents"] != {}:
+        extra["parents"] = metadata["parents"]
+    if "writes" not in metadata:
+        extra["writes"] = None
+    try:
+        other = json.dumps(extra, ensure_ascii=False, separators=(",", ":")) if extra else None
+    except (TypeError, ValueError) as exc:
+        raise SerializationError(
+            f"cannot store checkpoint metadata: {exc}; use JSON values"
+        ) from None
+    return source, step, writers, other
+
+
+def metadata_of(source: str, step: int, other: str | None, writes: Any) -> dict[str, Any]:
+    metadata: dict[str, Any] = {"source": source, "step": step, "parents": {}, "writes": writes}
+    for key, value in json.loads(other or "{}").items():
+        if value is None:
+            metadata.pop(key, None)
+        else:
+            metadata[key] = value
+    return metadata
+
+
+#: the full metadata of a checkpoint row as JSON, as the checkpoint_list view shows it
+METADATA_SQL = """json_patch(
+    json_object('source', c.source, 'step', c.step, 'parents', json('{}'), 'writes', json(c.writers)),
+    coalesce(c.metadata, '{}')
+)"""
+
+
+def _task_key(task_id: str) -> bytes | str:
+    try:
+        parsed = uuid.UUID(task_id)
+    except ValueError:
+        return task_id
+    return parsed.bytes if str(parsed) == task_id else task_id
+
+
+def _task_text(task: bytes | str) -> str:
+    return str(uuid.UUID(bytes=task)) if isinstance(task, bytes) else task

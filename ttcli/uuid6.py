@@ -1,0 +1,62 @@
+"""Time-ordered checkpoint ids (UUIDv6), shared by the runtime and the file format.
+
+The timestamp leads the id, so ids sort in creation order and the largest id of a thread is
+its latest checkpoint; the checkpoint's creation time is read back from its id. As in
+LangGraph, the clock sequence field carries the step.
+"""
+
+from __future__ import annotations
+
+import secrets
+import threading
+import time
+import uuid
+from datetime import UTC, datetime
+
+GREGORIAN_OFFSET = 0x01B21DD213814000  # 100 ns intervals from 1582-10-15 to 1970-01-01
+_lock = threading.Lock()
+_last_timestamp = 0
+
+
+def new_id(step: int) -> str:
+    """A fresh id, strictly greater than the previous one made by this process."""
+    global _last_timestamp
+    with _lock:
+        timestamp = max(time.time_ns() // 100 + GREGORIAN_OFFSET, _last_timestamp + 1)
+        _last_timestamp = timestamp
+    return _format(timestamp, 0x8000 | (step & 0x3FFF), secrets.randbits(48))
+
+
+def id_micros(checkpoint_id: str | bytes) -> int | None:
+    """Microseconds since 1970 at which a UUIDv6 id was made; None for other ids."""
+    try:
+        value = (
+            uuid.UUID(bytes=checkpoint_id)
+            if isinstance(checkpoint_id, bytes)
+            else uuid.UUID(checkpoint_id)
+        )
+    except (TypeError, ValueError):
+        return None
+    if value.version != 6:
+        return None
+    raw = value.int
+    timestamp = (raw >> 80) << 12 | (raw >> 64) & 0xFFF
+    return (timestamp - GREGORIAN_OFFSET) // 10
+
+
+def id_time(checkpoint_id: str) -> datetime:
+    micros = id_micros(checkpoint_id)
+    if micros is None:
+        raise ValueError(f"{checkpoint_id!r} is not a UUIDv6 checkpoint id")
+    return datetime.fromtimestamp(micros / 1_000_000, UTC)
+
+
+def lowest_id_at(moment: datetime) -> str:
+    """The smallest id made at or after `moment`: `id < lowest_id_at(t)` means made before t."""
+    micros = round(moment.timestamp() * 1_000_000)
+    return _format(micros * 10 + GREGORIAN_OFFSET, 0, 0)
+
+
+def _format(timestamp: int, clock_seq: int, node: int) -> str:
+    value = (timestamp >> 12) << 80 | 0x6 << 76 | (timestamp & 0xFFF) << 64 | clock_seq << 48 | node
+    return str(uuid.UUID(int=value))
