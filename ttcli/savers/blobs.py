@@ -205,25 +205,42 @@ class BlobWriter:
     def __init__(self, store: BlobStore) -> None:
         self.store = store
         self.pool: dict[bytes, Any] = {}  # encoded value -> entry holding it
+        # plain blobs that may become the append of a list channel (see `_append`), and
+        # blobs that must not because a checkpoint reads them as a channel value
+        self.adoptable: set[int] = set()
+        self.adopted: set[int] = set()
+        self.channel_blobs: set[int] = set()
 
-    def offer(self, entries: Iterable[Any]) -> None:
-        """Entries whose values new values may share (standalone blobs and records only)."""
+    def offer(self, entries: Iterable[Any], *, adoptable: bool = False) -> None:
+        """Entries whose values new values may share (standalone blobs and records only).
+
+        With `adoptable`, plain blobs among them may be turned into a list channel's append
+        (they are read on their own only: pending writes, record parts).
+        """
         for entry in entries:
             if type(entry) is dict:
-                self.offer(entry_refs(entry))
+                self.offer(entry_refs(entry), adoptable=adoptable)
                 self.pool.setdefault(serde.dumps(self.store.load_value(entry)), entry)
             elif isinstance(entry, int | Ref):
-                self._offer_blob(entry if isinstance(entry, int) else entry.key)
+                self._offer_blob(entry if isinstance(entry, int) else entry.key, adoptable)
 
-    def _offer_blob(self, blob_key: int) -> None:
+    def protect(self, entries: Iterable[Any]) -> None:
+        """Blobs read as channel values: never adopted as an append."""
+        for entry in entries:
+            if isinstance(entry, Ref):
+                self.channel_blobs.add(entry.key)
+
+    def _offer_blob(self, blob_key: int, adoptable: bool) -> None:
         row = self.store.conn.execute(_ONE, {"blob_key": blob_key}).fetchone()
         if row is None or row[0] is not None:
             return  # appends hold only part of their value
         if row[1]:
-            self.offer(entry_refs(serde.loads(row[2])))
+            self.offer(entry_refs(serde.loads(row[2])), adoptable=adoptable)
             self.pool.setdefault(serde.dumps(self.store.read_value(blob_key)), Ref(blob_key))
         else:
             self.pool.setdefault(row[2], Ref(blob_key))
+            if adoptable:
+                self.adoptable.add(blob_key)
 
     def value(self, value: Any, path: str) -> Any:
         """Store a write or metadata value and return its entry."""
@@ -241,7 +258,11 @@ class BlobWriter:
             appended = self._append(value, data, previous.key)
             if appended is not None:
                 return appended
+        found = self.pool.get(data)
+        if isinstance(found, Ref) and found.key in self.adopted:
+            self.pool.pop(data)  # now an append: read as a channel it would be the whole list
         entry = self._store(value, data, name)
+        self.protect([entry])
         if isinstance(entry, Ref):
             length = len(value) if type(value) is list else -1
             self.store.remember(entry.key, _ChannelInfo(data, length, 0, len(data), 0))
@@ -258,16 +279,37 @@ class BlobWriter:
             return None  # time for a keyframe
         delta = _array_header(len(value) - base.length) + new_body[len(old_body) :]
         shared = self.pool.get(delta)
-        if isinstance(shared, Ref):
-            stored, is_record = serde.dumps(shared), True
+        if isinstance(shared, Ref) and self._adopt(shared.key, base_key):
+            blob_key = shared.key
         else:
-            stored, is_record = delta, False
-        blob_key = self._insert(stored, base_key=base_key, is_record=is_record)
+            if isinstance(shared, Ref):
+                stored, is_record = serde.dumps(shared), True
+            else:
+                stored, is_record = delta, False
+            blob_key = self._insert(stored, base_key=base_key, is_record=is_record)
         info = _ChannelInfo(
             data, len(value), base.depth + 1, base.keyframe_bytes, base.appended_bytes + len(delta)
         )
         self.store.remember(blob_key, info)
         return Ref(blob_key)
+
+    def _adopt(self, blob_key: int, base_key: int) -> bool:
+        """Make a stored list (e.g. the pending write that added these items) the append.
+
+        Read on its own the blob keeps its value; only its `base_key` is set, once. Blobs
+        that any checkpoint reads as a channel value are never adopted.
+        """
+        if blob_key not in self.adoptable or blob_key in self.channel_blobs:
+            return False
+        cursor = self.store.conn.execute(
+            "UPDATE blobs SET base_key = :base_key WHERE blob_key = :blob_key AND base_key IS NULL",
+            {"base_key": base_key, "blob_key": blob_key},
+        )
+        self.adoptable.discard(blob_key)
+        if cursor.rowcount != 1:
+            return False
+        self.adopted.add(blob_key)
+        return True
 
     def _store(self, value: Any, data: bytes, path: str) -> Any:
         found = self.pool.get(data)

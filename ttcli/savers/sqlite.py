@@ -290,8 +290,12 @@ class SqliteSaver(BaseSaver):
             moved = None
             if parent is not None:
                 previous = parent.channels
+                writer.protect(entry[1] for entry in previous.values() if len(entry) == 2)
                 pending = self._pending(conn, thread_key, parent_id)
-                writer.offer(e for _, writes in pending.values() for _, e in writes.values())
+                writer.offer(
+                    (e for _, writes in pending.values() for _, e in writes.values()),
+                    adoptable=True,
+                )
                 moved = self._take_pending(conn, thread_key, parent_id)
             values, versions = checkpoint["channel_values"], checkpoint["channel_versions"]
             channels: dict[str, builtins.list[Any]] = {}
