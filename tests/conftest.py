@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
-
-from pathlib import Path
 
 from ttcli.savers.base import BaseSaver
 from ttcli.savers.memory import InMemorySaver

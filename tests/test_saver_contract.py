@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 
 from ttcli.errors import CheckpointNotFoundError, InvalidFilterError
-from ttcli.uuid6 import new_id as checkpoint_id
 from ttcli.savers.base import BaseSaver, Checkpoint
+from ttcli.uuid6 import new_id as checkpoint_id
 
 
 def make_checkpoint(step: int, **values: Any) -> Checkpoint:

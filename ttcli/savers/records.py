@@ -223,7 +223,9 @@ def metadata_of(source: str, step: int, other: str | None, writes: Any) -> dict[
 
 #: the full metadata of a checkpoint row as JSON, as the checkpoint_list view shows it
 METADATA_SQL = """json_patch(
-    json_object('source', c.source, 'step', c.step, 'parents', json('{}'), 'writes', json(c.writers)),
+    json_object(
+        'source', c.source, 'step', c.step, 'parents', json('{}'), 'writes', json(c.writers)
+    ),
     coalesce(c.metadata, '{}')
 )"""
 

@@ -288,7 +288,7 @@ class SqliteSaver(BaseSaver):
             parent = None if parent_id is None else self._state(conn, thread_key, parent_id)
             previous: dict[str, builtins.list[Any]] = {}
             moved = None
-            if parent is not None:
+            if parent is not None and parent_id is not None:
                 previous = parent.channels
                 writer.protect(entry[1] for entry in previous.values() if len(entry) == 2)
                 pending = self._pending(conn, thread_key, parent_id)

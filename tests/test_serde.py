@@ -1,0 +1,174 @@
+"""msgpack serde: every supported type round-trips, and decoding never runs code."""
+
+from __future__ import annotations
+
+import builtins
+import dataclasses
+import datetime as dt
+import enum
+import uuid
+from collections import namedtuple
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import msgpack
+import pydantic
+import pytest
+
+from ttcli import AIMessage, HumanMessage, Message, ToolMessage
+from ttcli.errors import CorruptValueError, SerializationError
+from ttcli.savers import serde
+
+
+class Color(enum.Enum):
+    RED = "red"
+
+
+@dataclasses.dataclass
+class Point:
+    x: int
+    tags: tuple[str, ...] = ()
+
+
+class User(pydantic.BaseModel):
+    name: str
+    age: int
+
+
+Pair = namedtuple("Pair", ["left", "right"])
+
+serde.register(Color, Point, User, Pair)
+
+VALUES: list[tuple[str, Any]] = [
+    ("none", None),
+    ("bool", True),
+    ("int", -(2**40)),
+    ("float", 1.5),
+    ("str", "héllo ✓"),
+    ("bytes", b"\x00\xff"),
+    ("list", [1, [2, "three"]]),
+    ("dict", {"a": {"b": [1]}}),
+    ("int-keys", {1: "one", (2, 3): "tuple key"}),
+    ("tuple", (1, (2, 3))),
+    ("set", {3, 1, 2}),
+    ("frozenset", frozenset({"a", "b"})),
+    ("datetime-aware", dt.datetime(2026, 11, 30, 6, 55, 1, 123456, tzinfo=dt.UTC)),
+    ("datetime-naive", dt.datetime(2026, 11, 30, 6, 55)),
+    ("date", dt.date(2026, 11, 30)),
+    ("time", dt.time(6, 55, 1, 5)),
+    ("timedelta", dt.timedelta(days=2, seconds=5, microseconds=7)),
+    ("uuid", uuid.UUID("12345678-1234-5678-1234-567812345678")),
+    ("decimal", Decimal("10.50")),
+    ("enum", Color.RED),
+    ("dataclass", Point(1, ("a",))),
+    ("pydantic", User(name="ada", age=36)),
+    ("namedtuple", Pair(1, 2)),
+    ("human-message", HumanMessage("hi", id=str(uuid.uuid4()))),
+    ("ai-message-custom-id", AIMessage("yo", id="custom-7", name="bot")),
+    ("tool-message", ToolMessage("42", id=None, tool_call_id="call-1")),
+    ("other-message", Message("x", type="function", id="f")),
+    ("nested", {"messages": [HumanMessage("a", id="1")], "when": dt.date(2026, 1, 1)}),
+]
+
+
+@pytest.mark.parametrize("value", [v for _, v in VALUES], ids=[n for n, _ in VALUES])
+def test_round_trip(value: Any) -> None:
+    decoded = serde.loads(serde.dumps(value))
+    assert decoded == value
+    assert type(decoded) is type(value)
+
+
+def test_message_round_trip_keeps_its_class_and_fields() -> None:
+    message = AIMessage("yo", id="custom-7", name="bot")
+    decoded = serde.loads(serde.dumps(message))
+    assert isinstance(decoded, AIMessage)
+    assert (decoded.content, decoded.id, decoded.name) == ("yo", "custom-7", "bot")
+
+
+def test_unregistered_types_decode_to_inert_marked_data() -> None:
+    @dataclasses.dataclass
+    class Secret:
+        token: str
+
+    class Mood(enum.Enum):
+        HAPPY = 1
+
+    assert serde.loads(serde.dumps(Secret("t"))) == {
+        serde.TYPE_MARKER: f"{__name__}.test_unregistered_types_decode_to_inert_marked_data.<locals>.Secret",
+        "data": {"token": "t"},
+    }
+    assert serde.loads(serde.dumps(Mood.HAPPY))["value"] == 1
+
+
+def _forged(code: int, payload: Any) -> bytes:
+    return msgpack.packb(msgpack.ExtType(code, msgpack.packb(payload)))  # type: ignore[no-any-return]
+
+
+HOSTILE = {
+    "object-os-system": lambda s: _forged(serde.OBJECT, ["os.system", {"command": f"touch {s}"}]),
+    "enum-popen": lambda s: _forged(serde.ENUM, ["subprocess.Popen", f"touch {s}"]),
+    "object-eval": lambda s: _forged(
+        serde.OBJECT, ["builtins.eval", {"source": f"open('{s}','w')"}]
+    ),
+    # LangGraph's "call module.name(arg)" and pydantic ext codes
+    "langgraph-ext0": lambda s: _forged(0, ["os", "system", f"touch {s}"]),
+    "langgraph-ext5": lambda s: _forged(5, ["subprocess", "Popen", {"args": f"touch {s}"}, "x"]),
+}
+
+
+@pytest.mark.parametrize("forge", list(HOSTILE.values()), ids=list(HOSTILE))
+def test_hostile_ext_types_never_import_or_run(
+    forge: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sentinel = tmp_path / "pwned"
+    blob = forge(sentinel)
+    imports: list[str] = []
+    real_import = builtins.__import__
+
+    def spy(name: str, *args: Any, **kwargs: Any) -> Any:
+        imports.append(name)
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", spy)
+    try:
+        value = serde.loads(blob)
+    except CorruptValueError:
+        value = None  # refusing the bytes is as safe as decoding them to data
+    finally:
+        monkeypatch.undo()
+    assert imports == []
+    assert not sentinel.exists()
+    if value is not None:
+        assert isinstance(value, dict)
+        assert serde.TYPE_MARKER in value or "$undecodable" in value
+
+
+@pytest.mark.parametrize(
+    "data",
+    [b"\xc1", serde.dumps("abcdef")[:3], b"\xd4\x0b", _forged(serde.TIMEDELTA, "not a list")],
+    ids=["reserved-byte", "truncated", "truncated-ext", "wrong-payload"],
+)
+def test_undecodable_bytes_raise_never_return_none(data: bytes) -> None:
+    with pytest.raises(CorruptValueError, match="undecodable"):
+        serde.loads(data)
+
+
+@pytest.mark.parametrize(
+    ("value", "path"),
+    [
+        ({"tool_calls": [object()]}, "messages.tool_calls[0]"),
+        ([1, 2, lambda: None], "messages[2]"),
+        ({"k": {1: builtins}}, "messages.k[1]"),
+    ],
+    ids=["object", "lambda", "module"],
+)
+def test_unserialisable_values_name_their_path_and_type(value: Any, path: str) -> None:
+    with pytest.raises(SerializationError) as info:
+        serde.dumps(value, path="messages")
+    assert str(info.value).startswith(f"cannot store {path}: type ")
+    assert "register the type with ttcli.savers.serde.register" in str(info.value)
+
+
+def test_equal_sets_encode_to_equal_bytes() -> None:
+    assert serde.dumps({"b", "a", "c"}) == serde.dumps({"c", "b", "a"})

@@ -1,0 +1,296 @@
+"""What is specific to the SQLite file format: schema, versions, growth, safety, concurrency."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import msgpack
+import pytest
+import sqlite_utils
+
+from tests.test_saver_contract import config, make_checkpoint, put_chain
+from ttcli import END, START, MessagesState, StateGraph
+from ttcli.errors import CorruptValueError, SchemaVersionError, SerializationError, StorageError
+from ttcli.savers import blobs, records, serde
+from ttcli.savers.migrations import SCHEMA_VERSION
+from ttcli.savers.sqlite import SqliteSaver
+
+ROOT = Path(__file__).parent.parent
+
+
+def chat_app(saver: SqliteSaver) -> Any:
+    def bot(state: MessagesState) -> dict[str, Any]:
+        return {"messages": [("assistant", "reply " + "x" * 190)]}
+
+    builder = StateGraph(MessagesState)
+    builder.add_node("bot", bot)
+    builder.add_edge(START, "bot")
+    builder.add_edge("bot", END)
+    return builder.compile(checkpointer=saver)
+
+
+def structure(conn: sqlite3.Connection) -> dict[str, Any]:
+    """Tables, views, columns and indexes, independent of how the SQL text was written."""
+    found: dict[str, Any] = {}
+    for kind, name, table in conn.execute(
+        "SELECT type, name, tbl_name FROM sqlite_master WHERE name NOT LIKE 'sqlite_%'"
+    ):
+        columns = [tuple(row) for row in conn.execute(f"PRAGMA table_xinfo('{name}')")]
+        indexes = [tuple(row) for row in conn.execute(f"PRAGMA index_list('{name}')")]
+        found[name] = (kind, table, columns, indexes)
+    return found
+
+
+def test_the_database_is_what_schema_sql_describes(db_path: Path) -> None:
+    SqliteSaver(db_path).close()
+    reference = sqlite3.connect(":memory:")
+    reference.executescript((ROOT / "schema.sql").read_text())
+    created = sqlite3.connect(db_path)
+    assert structure(created) == structure(reference)
+    assert created.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 1
+    assert created.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+def test_a_newer_schema_version_is_refused_and_left_alone(db_path: Path) -> None:
+    SqliteSaver(db_path).close()
+    conn = sqlite3.connect(db_path)
+    conn.execute("PRAGMA user_version = 99")
+    conn.close()
+    before = db_path.read_bytes()
+    with pytest.raises(SchemaVersionError, match="schema version 99, newer than this ttcli"):
+        SqliteSaver(db_path)
+    assert db_path.read_bytes() == before
+
+
+def test_a_foreign_sqlite_file_is_refused(db_path: Path) -> None:
+    conn = sqlite3.connect(db_path)
+    conn.execute("CREATE TABLE customers (id INTEGER)")
+    conn.commit()
+    conn.close()
+    with pytest.raises(StorageError, match="is not a ttcli database"):
+        SqliteSaver(db_path)
+    assert [r[0] for r in sqlite3.connect(db_path).execute("SELECT name FROM sqlite_master")] == [
+        "customers"
+    ]
+
+
+def test_a_file_that_is_not_sqlite_is_refused(db_path: Path) -> None:
+    db_path.write_bytes(b"this is a text file, not a database\n" * 200)
+    with pytest.raises(StorageError, match="is not a ttcli database"):
+        SqliteSaver(db_path)
+    assert db_path.read_bytes() == b"this is a text file, not a database\n" * 200
+
+
+def test_other_tools_read_the_file(db_path: Path) -> None:
+    with SqliteSaver.from_conn_string(db_path) as saver:
+        app = chat_app(saver)
+        cfg = {"configurable": {"thread_id": "order:123", "user_id": "u1"}}
+        app.invoke({"messages": [("user", "hi")]}, cfg)
+        history = list(app.get_state_history(cfg))
+    rows = list(sqlite_utils.Database(db_path)["checkpoint_list"].rows)
+    assert [r["checkpoint_id"] for r in rows[::-1]] == [
+        s.config["configurable"]["checkpoint_id"] for s in history
+    ]
+    newest = rows[-1]
+    assert newest["thread_id"] == "order:123"
+    assert newest["created_at"][:23] == history[0].created_at[:23]  # millisecond precision
+    assert json.loads(newest["metadata"]) == {
+        "source": "loop",
+        "step": 1,
+        "parents": {},
+        "writes": ["bot"],
+        "user_id": "u1",
+    }
+    # plain SQL over the metadata JSON
+    conn = sqlite3.connect(db_path)
+    found = conn.execute(
+        "SELECT count(*) FROM checkpoint_list WHERE json_extract(metadata, '$.user_id') = 'u1'"
+    ).fetchone()
+    assert found == (3,)
+
+
+def test_a_growing_message_list_stores_each_message_once(db_path: Path) -> None:
+    with SqliteSaver.from_conn_string(db_path) as saver:
+        app = chat_app(saver)
+        cfg = {"configurable": {"thread_id": "chat"}}
+        for turn in range(40):
+            app.invoke({"messages": [("user", f"question {turn} " + "q" * 90)]}, cfg)
+        assert len(app.get_state(cfg).values["messages"]) == 80
+    conn = sqlite3.connect(db_path)
+    count, total = conn.execute("SELECT count(*), sum(length(value)) FROM blobs").fetchone()
+    assert count == 80  # one blob per message, no copies of the list
+    assert total < 80 * 250
+
+
+def test_long_append_chains_get_keyframes_and_read_the_same(
+    db_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(blobs, "CHAIN_DEPTH_MIN", 4)
+    with SqliteSaver.from_conn_string(db_path) as saver:
+        app = chat_app(saver)
+        cfg = {"configurable": {"thread_id": "chat"}}
+        for turn in range(12):
+            app.invoke({"messages": [("user", f"q{turn}")]}, cfg)
+        history = list(app.get_state_history(cfg))
+        assert [len(s.values.get("messages", [])) for s in history[:3]] == [24, 23, 22]
+    conn = sqlite3.connect(db_path)
+    keyframes = conn.execute(
+        "SELECT count(*) FROM blobs WHERE base_key IS NULL AND length(value) > 300"
+    ).fetchone()[0]
+    assert keyframes >= 1
+    depth = conn.execute(
+        "WITH RECURSIVE chain(k, d) AS (SELECT max(blob_key), 0 FROM blobs "
+        "UNION ALL SELECT b.base_key, d + 1 FROM blobs b JOIN chain ON b.blob_key = chain.k "
+        "WHERE b.base_key IS NOT NULL) SELECT max(d) FROM chain"
+    ).fetchone()[0]
+    assert depth < 12
+
+
+def test_checkpoint_state_is_a_delta_with_regular_full_copies(db_path: Path) -> None:
+    with SqliteSaver.from_conn_string(db_path) as saver:
+        put_chain(saver, steps=40)
+        ids = [t.checkpoint["id"] for t in saver.list(config())]
+        assert [t.checkpoint["channel_values"] for t in saver.list(config())][0] == {"n": 38}
+    depths = [
+        records.State.depth_of(row[0])
+        for row in sqlite3.connect(db_path).execute(
+            "SELECT state FROM checkpoints ORDER BY checkpoint_id"
+        )
+    ]
+    assert depths[:17] == [*range(16), 0]
+    assert max(depths) == records.KEYFRAME_DEPTH - 1
+    assert len(ids) == 40
+
+
+def test_history_without_values_reads_no_blob(db_path: Path) -> None:
+    with SqliteSaver.from_conn_string(db_path) as saver:
+        app = chat_app(saver)
+        cfg = {"configurable": {"thread_id": "chat"}}
+        for _ in range(3):
+            app.invoke({"messages": [("user", "hello " * 20)]}, cfg)
+        read_tables: set[str] = set()
+
+        def authorizer(action: int, table: str | None, *_: Any) -> int:
+            if action == sqlite3.SQLITE_READ and table:
+                read_tables.add(table)
+            return sqlite3.SQLITE_OK
+
+        saver.conn.set_authorizer(authorizer)
+        summaries = saver.list_metadata(cfg, filter={"source": "loop"}, limit=2)
+        assert [s.metadata["step"] for s in summaries] == [7, 6]
+        assert "blobs" not in read_tables and "writes" not in read_tables
+        list(saver.list(cfg, limit=1))
+        assert "blobs" in read_tables  # the check above can fail
+
+
+def test_an_unserialisable_value_fails_at_write_time_and_stores_nothing(db_path: Path) -> None:
+    with SqliteSaver.from_conn_string(db_path) as saver:
+
+        def reply(state: MessagesState) -> dict[str, Any]:
+            asked = state["messages"][-1].content
+            return {"messages": [{"role": "ai", "content": object() if asked == "bad" else "ok"}]}
+
+        builder = StateGraph(MessagesState)
+        builder.add_node("reply", reply)
+        builder.add_edge(START, "reply")
+        app = builder.compile(checkpointer=saver)
+        cfg = {"configurable": {"thread_id": "t"}}
+        app.invoke({"messages": [("user", "hi")]}, cfg)
+        with pytest.raises(
+            SerializationError, match=r"cannot store messages\[0\]\.content: type builtins\.object"
+        ):
+            app.invoke({"messages": [("user", "bad")]}, cfg)
+        # the input and its first superstep were saved; the failed write left no trace
+        history = list(app.get_state_history(cfg))
+        assert [s.metadata["source"] for s in history[:2]] == ["loop", "input"]
+        assert history[0].next == ("reply",)
+        assert all(task.result is None for task in history[0].tasks)
+        assert app.invoke({"messages": [("user", "again")]}, cfg)["messages"][-1].content == "ok"
+    assert sqlite3.connect(db_path).execute("PRAGMA integrity_check").fetchone() == ("ok",)
+
+
+def dump(db_path: Path) -> dict[str, list[tuple[Any, ...]]]:
+    conn = sqlite3.connect(db_path)
+    return {
+        table: sorted(conn.execute(f"SELECT * FROM {table}").fetchall(), key=repr)
+        for table in ("threads", "names", "checkpoints", "writes", "blobs")
+    }
+
+
+def test_forged_rows_read_as_inert_data(db_path: Path, tmp_path: Path) -> None:
+    sentinel = tmp_path / "pwned"
+    with SqliteSaver.from_conn_string(db_path) as saver:
+        put_chain(saver, steps=1)
+        latest = saver.get_tuple(config())
+        assert latest is not None
+    forged = msgpack.packb(
+        msgpack.ExtType(
+            serde.OBJECT, msgpack.packb(["os.system", {"command": f"touch {sentinel}"}])
+        )
+    )
+    conn = sqlite3.connect(db_path)
+    key = conn.execute("INSERT INTO blobs (value) VALUES (?)", (forged,)).lastrowid
+    (state,) = conn.execute("SELECT state FROM checkpoints").fetchone()
+    depth, channels, seen, updated, writes = serde.loads(state)
+    channels = {k: [v[0], serde.Ref(key)] for k, v in channels.items()}
+    conn.execute(
+        "UPDATE checkpoints SET state = ?", (serde.dumps([depth, channels, seen, updated, writes]),)
+    )
+    conn.commit()
+    with SqliteSaver.from_conn_string(db_path) as saver:
+        found = saver.get_tuple(config())
+    assert found is not None
+    assert found.checkpoint["channel_values"] == {
+        "n": {serde.TYPE_MARKER: "os.system", "data": {"command": f"touch {sentinel}"}}
+    }
+    assert not sentinel.exists()
+
+
+def test_a_corrupt_blob_is_an_error_not_a_none(db_path: Path) -> None:
+    with SqliteSaver.from_conn_string(db_path) as saver:
+        app = chat_app(saver)
+        cfg = {"configurable": {"thread_id": "chat"}}
+        app.invoke({"messages": [("user", "hello " * 20)]}, cfg)
+    conn = sqlite3.connect(db_path)
+    conn.execute("UPDATE blobs SET value = x'c1c1c1'")
+    conn.commit()
+    with SqliteSaver.from_conn_string(db_path) as saver:
+        with pytest.raises(CorruptValueError, match="undecodable"):
+            chat_app(saver).get_state(cfg)
+
+
+WRITER = textwrap.dedent(
+    """
+    import sys
+    from ttcli.savers.sqlite import SqliteSaver
+    from tests.test_saver_contract import put_chain
+    with SqliteSaver.from_conn_string(sys.argv[1]) as saver:
+        put_chain(saver, thread=sys.argv[2], steps=int(sys.argv[3]))
+    """
+)
+
+
+def test_several_processes_write_one_file(db_path: Path) -> None:
+    SqliteSaver(db_path).close()
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", WRITER, str(db_path), f"w{n}", "60"],
+            cwd=ROOT,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for n in range(4)
+    ]
+    errors = [p.communicate(timeout=120)[1] for p in procs]
+    assert [p.returncode for p in procs] == [0, 0, 0, 0], errors
+    with SqliteSaver.from_conn_string(db_path) as saver:
+        for n in range(4):
+            steps = [t.metadata["step"] for t in saver.list(config(f"w{n}"))]
+            assert steps == list(range(58, -2, -1))
+    assert sqlite3.connect(db_path).execute("PRAGMA integrity_check").fetchone() == ("ok",)
