@@ -98,51 +98,61 @@ CREATE TABLE blobs (
     value      BLOB NOT NULL
 );
 
--- Checkpoints in LangGraph's terms: text ids, ISO times, the whole metadata as JSON.
+-- Checkpoints in LangGraph's terms: text ids, ISO-8601 times, the whole metadata as JSON.
 CREATE VIEW checkpoint_list AS
 SELECT
-    t.thread_id,
-    t.checkpoint_ns,
-    lower(
-        substr(hex(c.checkpoint_id), 1, 8) || '-' || substr(hex(c.checkpoint_id), 9, 4) || '-' ||
-        substr(hex(c.checkpoint_id), 13, 4) || '-' || substr(hex(c.checkpoint_id), 17, 4) || '-' ||
-        substr(hex(c.checkpoint_id), 21)
-    ) AS checkpoint_id,
-    lower(
-        substr(hex(c.parent_id), 1, 8) || '-' || substr(hex(c.parent_id), 9, 4) || '-' ||
-        substr(hex(c.parent_id), 13, 4) || '-' || substr(hex(c.parent_id), 17, 4) || '-' ||
-        substr(hex(c.parent_id), 21)
-    ) AS parent_checkpoint_id,
-    strftime(
-        '%Y-%m-%dT%H:%M:%f',
+    thread_id,
+    checkpoint_ns,
+    checkpoint_id,
+    parent_checkpoint_id,
+    strftime('%Y-%m-%dT%H:%M:%S', micros / 1000000, 'unixepoch') || '.' ||
+        printf('%06d', micros % 1000000) || '+00:00' AS created_at,
+    source,
+    step,
+    metadata
+FROM (
+    SELECT
+        t.thread_id,
+        t.checkpoint_ns,
+        lower(
+            substr(hex(c.checkpoint_id), 1, 8) || '-' || substr(hex(c.checkpoint_id), 9, 4) || '-' ||
+            substr(hex(c.checkpoint_id), 13, 4) || '-' || substr(hex(c.checkpoint_id), 17, 4) || '-' ||
+            substr(hex(c.checkpoint_id), 21)
+        ) AS checkpoint_id,
+        lower(
+            substr(hex(c.parent_id), 1, 8) || '-' || substr(hex(c.parent_id), 9, 4) || '-' ||
+            substr(hex(c.parent_id), 13, 4) || '-' || substr(hex(c.parent_id), 17, 4) || '-' ||
+            substr(hex(c.parent_id), 21)
+        ) AS parent_checkpoint_id,
         coalesce(
             c.created_at,
             -- the UUIDv6 timestamp: 100 ns units since 1582-10-15
-            ((instr('0123456789ABCDEF', substr(hex(c.checkpoint_id), 1, 1)) - 1) * 72057594037927936 +
-                (instr('0123456789ABCDEF', substr(hex(c.checkpoint_id), 2, 1)) - 1) * 4503599627370496 +
-                (instr('0123456789ABCDEF', substr(hex(c.checkpoint_id), 3, 1)) - 1) * 281474976710656 +
-                (instr('0123456789ABCDEF', substr(hex(c.checkpoint_id), 4, 1)) - 1) * 17592186044416 +
-                (instr('0123456789ABCDEF', substr(hex(c.checkpoint_id), 5, 1)) - 1) * 1099511627776 +
-                (instr('0123456789ABCDEF', substr(hex(c.checkpoint_id), 6, 1)) - 1) * 68719476736 +
-                (instr('0123456789ABCDEF', substr(hex(c.checkpoint_id), 7, 1)) - 1) * 4294967296 +
-                (instr('0123456789ABCDEF', substr(hex(c.checkpoint_id), 8, 1)) - 1) * 268435456 +
-                (instr('0123456789ABCDEF', substr(hex(c.checkpoint_id), 9, 1)) - 1) * 16777216 +
-                (instr('0123456789ABCDEF', substr(hex(c.checkpoint_id), 10, 1)) - 1) * 1048576 +
-                (instr('0123456789ABCDEF', substr(hex(c.checkpoint_id), 11, 1)) - 1) * 65536 +
-                (instr('0123456789ABCDEF', substr(hex(c.checkpoint_id), 12, 1)) - 1) * 4096 +
-                (instr('0123456789ABCDEF', substr(hex(c.checkpoint_id), 14, 1)) - 1) * 256 +
-                (instr('0123456789ABCDEF', substr(hex(c.checkpoint_id), 15, 1)) - 1) * 16 +
-                (instr('0123456789ABCDEF', substr(hex(c.checkpoint_id), 16, 1)) - 1) * 1) / 10 - 12219292800000000
-        ) / 1000000.0,
-        'unixepoch'
-    ) || 'Z' AS created_at,
-    c.source,
-    c.step,
-    json_patch(
-        json_object(
-            'source', c.source, 'step', c.step, 'parents', json('{}'), 'writes', json(c.writers)
-        ),
-        coalesce(c.metadata, '{}')
-    ) AS metadata
-FROM checkpoints AS c
-JOIN threads AS t USING (thread_key);
+            (
+                (instr('0123456789ABCDEF', substr(hex(c.checkpoint_id), 1, 1)) - 1) * 72057594037927936 +
+                    (instr('0123456789ABCDEF', substr(hex(c.checkpoint_id), 2, 1)) - 1) * 4503599627370496 +
+                    (instr('0123456789ABCDEF', substr(hex(c.checkpoint_id), 3, 1)) - 1) * 281474976710656 +
+                    (instr('0123456789ABCDEF', substr(hex(c.checkpoint_id), 4, 1)) - 1) * 17592186044416 +
+                    (instr('0123456789ABCDEF', substr(hex(c.checkpoint_id), 5, 1)) - 1) * 1099511627776 +
+                    (instr('0123456789ABCDEF', substr(hex(c.checkpoint_id), 6, 1)) - 1) * 68719476736 +
+                    (instr('0123456789ABCDEF', substr(hex(c.checkpoint_id), 7, 1)) - 1) * 4294967296 +
+                    (instr('0123456789ABCDEF', substr(hex(c.checkpoint_id), 8, 1)) - 1) * 268435456 +
+                    (instr('0123456789ABCDEF', substr(hex(c.checkpoint_id), 9, 1)) - 1) * 16777216 +
+                    (instr('0123456789ABCDEF', substr(hex(c.checkpoint_id), 10, 1)) - 1) * 1048576 +
+                    (instr('0123456789ABCDEF', substr(hex(c.checkpoint_id), 11, 1)) - 1) * 65536 +
+                    (instr('0123456789ABCDEF', substr(hex(c.checkpoint_id), 12, 1)) - 1) * 4096 +
+                    (instr('0123456789ABCDEF', substr(hex(c.checkpoint_id), 14, 1)) - 1) * 256 +
+                    (instr('0123456789ABCDEF', substr(hex(c.checkpoint_id), 15, 1)) - 1) * 16 +
+                    (instr('0123456789ABCDEF', substr(hex(c.checkpoint_id), 16, 1)) - 1) * 1
+            ) / 10 - 12219292800000000
+        ) AS micros,
+        c.source,
+        c.step,
+        json_patch(
+            json_object(
+                'source', c.source, 'step', c.step, 'parents', json('{}'), 'writes', json(c.writers)
+            ),
+            coalesce(c.metadata, '{}')
+        ) AS metadata
+    FROM checkpoints AS c
+    JOIN threads AS t USING (thread_key)
+);

@@ -51,6 +51,18 @@ class CheckpointTuple(NamedTuple):
     pending_writes: builtins.list[PendingWrite] | None = None
 
 
+class ThreadSummary(NamedTuple):
+    """One thread (in one namespace) as `list_threads` reports it."""
+
+    thread_id: str
+    checkpoint_ns: str
+    checkpoints: int
+    #: id of the newest checkpoint (the largest id)
+    latest_id: str
+    #: ISO-8601 time of the newest checkpoint
+    latest_ts: str
+
+
 def validate_filter(filter_: Mapping[str, Any] | None) -> dict[str, Any]:
     """Check metadata filter keys before any saver sees them.
 
@@ -153,7 +165,20 @@ class BaseSaver(ABC):
 
     @abstractmethod
     def delete_thread(self, thread_id: str) -> None:
-        """Remove every checkpoint and write of a thread."""
+        """Remove every checkpoint and write of a thread, in every namespace."""
+
+    @abstractmethod
+    def delete_checkpoints(self, config: RunnableConfig, checkpoint_ids: Sequence[str]) -> None:
+        """Delete some checkpoints of the config's thread (prune's primitive).
+
+        Every other checkpoint reads exactly as before: values, metadata, and its own pending
+        writes. One whose parent is deleted keeps its `parent_config` naming that parent, so
+        history simply ends earlier. Ids that do not exist are ignored, so a retry is safe.
+        """
+
+    @abstractmethod
+    def list_threads(self, prefix: str = "") -> Iterator[ThreadSummary]:
+        """Every thread (per namespace) whose id starts with `prefix`, ordered by id."""
 
     def get(self, config: RunnableConfig) -> Checkpoint | None:
         found = self.get_tuple(config)

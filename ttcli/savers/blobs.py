@@ -151,13 +151,17 @@ class BlobStore:
             return self.load_value(value)
         raise CorruptValueError(f"stored value {blob_key} is a record of the wrong shape")
 
-    def reachable(self, roots: Iterable[int]) -> set[int]:
-        """Every blob the given ones need: append bases and record parts, transitively."""
+    def reachable(self, roots: Iterable[int], *, floor: int = 0) -> set[int]:
+        """Every blob the given ones need: append bases and record parts, transitively.
+
+        A blob only ever points at older blobs (smaller keys), so a walk that only needs to
+        know about blobs from `floor` up stops below it.
+        """
         seen: set[int] = set()
-        todo = list(roots)
+        todo = [key for key in roots if key >= floor]
         while todo:
             blob_key = todo.pop()
-            if blob_key in seen:
+            if blob_key in seen or blob_key < floor:
                 continue
             seen.add(blob_key)
             row = self.conn.execute(_ONE, {"blob_key": blob_key}).fetchone()

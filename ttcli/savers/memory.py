@@ -15,6 +15,7 @@ from ttcli.savers.base import (
     Checkpoint,
     CheckpointTuple,
     PendingWrite,
+    ThreadSummary,
     metadata_matches,
     validate_filter,
 )
@@ -118,6 +119,25 @@ class InMemorySaver(BaseSaver):
         with self._lock:
             for key in [key for key in self._threads if key[0] == thread_id]:
                 del self._threads[key]
+
+    def delete_checkpoints(self, config: RunnableConfig, checkpoint_ids: Sequence[str]) -> None:
+        ref = self.ref(config)
+        with self._lock:
+            thread = self._threads.get((ref.thread_id, ref.checkpoint_ns), {})
+            for checkpoint_id in checkpoint_ids:
+                thread.pop(checkpoint_id, None)
+            if not thread:
+                self._threads.pop((ref.thread_id, ref.checkpoint_ns), None)
+
+    def list_threads(self, prefix: str = "") -> Iterator[ThreadSummary]:
+        with self._lock:
+            found = [
+                ThreadSummary(key[0], key[1], len(thread), latest, thread[latest].checkpoint["ts"])
+                for key, thread in sorted(self._threads.items())
+                if key[0].startswith(prefix) and thread
+                for latest in [max(thread)]
+            ]
+        yield from found
 
     def _tuple(self, ref: CheckpointRef, checkpoint_id: str, stored: _Stored) -> CheckpointTuple:
         # sorted by (task_path, task_id, idx): the order the runtime applies writes in

@@ -33,6 +33,7 @@ from ttcli.savers.base import (
     Checkpoint,
     CheckpointTuple,
     PendingWrite,
+    ThreadSummary,
     validate_filter,
 )
 from ttcli.savers.blobs import BlobStore, entry_refs
@@ -380,6 +381,82 @@ class SqliteSaver(BaseSaver):
                 },
             )
 
+    def delete_checkpoints(self, config: RunnableConfig, checkpoint_ids: Sequence[str]) -> None:
+        ref = self.ref(config)
+        wanted = {key for key in map(_id_bytes, checkpoint_ids) if key is not None}
+        with self.write() as conn:
+            thread_key = self._thread_key(conn, ref)
+            if thread_key is None or not wanted:
+                return
+            doomed = [key for key in self._ids(conn, thread_key) if key in wanted]
+            # children that stay: a full state instead of a delta on a parent about to go,
+            # and no longer the parent's pending writes
+            freed = self._refs(conn, thread_key, doomed)
+            for child, parent_id, moved in conn.execute(
+                "SELECT checkpoint_id, parent_id, parent_writes FROM checkpoints "
+                "WHERE thread_key = ? AND parent_id IS NOT NULL",
+                (thread_key,),
+            ).fetchall():
+                if parent_id in wanted and child not in wanted:
+                    state = self._state(conn, thread_key, child)
+                    assert state is not None
+                    for _path, writes in decode_pending(moved, self.names).values():
+                        for _channel, entry in writes.values():
+                            freed.update(entry_refs(entry))
+                    conn.execute(
+                        "UPDATE checkpoints SET state = ?, parent_writes = NULL "
+                        "WHERE thread_key = ? AND checkpoint_id = ?",
+                        (state.encode(self.names, None), thread_key, child),
+                    )
+            for chunk in _chunks(doomed):
+                marks = ",".join("?" * len(chunk))
+                for table in ("writes", "checkpoints"):
+                    conn.execute(
+                        f"DELETE FROM {table} WHERE thread_key = ? AND checkpoint_id IN ({marks})",
+                        [thread_key, *chunk],
+                    )
+            self._states.clear()
+            if freed:
+                floor = min(freed)
+                kept = self._refs(conn, thread_key, self._ids(conn, thread_key))
+                needed = self.blobs.reachable(kept, floor=floor)
+                self._delete_blobs(conn, self.blobs.reachable(freed) - needed)
+            if not self._ids(conn, thread_key):
+                conn.execute("DELETE FROM threads WHERE thread_key = ?", (thread_key,))
+        self.forget()
+
+    def list_threads(self, prefix: str = "") -> Iterator[ThreadSummary]:
+        # the prefix is matched with a range, so the threads index is used and no LIKE
+        # wildcard in it means anything
+        query = """
+            SELECT t.thread_id, t.checkpoint_ns, count(*), max(c.checkpoint_id)
+            FROM threads AS t
+            JOIN checkpoints AS c USING (thread_key)
+            WHERE t.thread_id >= :prefix AND (:prefix = '' OR t.thread_id < :upper)
+            GROUP BY t.thread_key
+            ORDER BY t.thread_id, t.checkpoint_ns
+        """
+        upper = prefix[:-1] + chr(ord(prefix[-1]) + 1) if prefix else ""
+        with self.read() as conn:
+            rows = conn.execute(query, {"prefix": prefix, "upper": upper}).fetchall()
+        for thread_id, ns, count, latest in rows:
+            micros = id_micros(latest) or 0
+            yield ThreadSummary(
+                thread_id,
+                ns,
+                count,
+                _id_text(latest),
+                datetime.fromtimestamp(micros / 1_000_000, UTC).isoformat(),
+            )
+
+    def _ids(self, conn: sqlite3.Connection, thread_key: int) -> builtins.list[bytes]:
+        return [
+            key
+            for (key,) in conn.execute(
+                "SELECT checkpoint_id FROM checkpoints WHERE thread_key = ?", (thread_key,)
+            )
+        ]
+
     def delete_thread(self, thread_id: str) -> None:
         with self.write() as conn:
             keys = [
@@ -492,9 +569,7 @@ class SqliteSaver(BaseSaver):
 
     @staticmethod
     def _delete_blobs(conn: sqlite3.Connection, keys: Iterable[int]) -> None:
-        ordered = sorted(keys)
-        for start in range(0, len(ordered), 500):
-            chunk = ordered[start : start + 500]
+        for chunk in _chunks(sorted(keys)):
             conn.execute(
                 f"DELETE FROM blobs WHERE blob_key IN ({','.join('?' * len(chunk))})", chunk
             )
@@ -605,6 +680,11 @@ class SqliteSaver(BaseSaver):
 
 def _skip(entry: Any) -> None:
     return None
+
+
+def _chunks(items: Sequence[Any], size: int = 500) -> Iterator[Sequence[Any]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
 
 
 def _filter_clause(n: int, value: Any) -> str:
