@@ -21,6 +21,8 @@ FILTER_KEY = re.compile(r"^[A-Za-z0-9_.-]+$")
 
 #: A pending write: (task_id, channel, value).
 PendingWrite = tuple[str, str, Any]
+#: A pending write with the path of its task: (task_id, task_path, channel, value).
+TaskWrite = tuple[str, str, str, Any]
 
 
 class Checkpoint(TypedDict):
@@ -162,6 +164,11 @@ class BaseSaver(ABC):
         A repeated (task_id, index) is ignored for normal channels and replaced for
         special ones (`__error__`, `__interrupt__`, `__resume__`, ...).
         """
+
+    @abstractmethod
+    def get_writes(self, config: RunnableConfig) -> builtins.list[TaskWrite]:
+        """The pending writes of the checkpoint `config` names, with their task paths, in the
+        order the runtime applies them; what copying a checkpoint needs to keep."""
 
     @abstractmethod
     def delete_thread(self, thread_id: str) -> None:

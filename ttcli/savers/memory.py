@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 import copy
 import threading
 from collections.abc import Iterator, Mapping, Sequence
@@ -15,6 +16,7 @@ from ttcli.savers.base import (
     Checkpoint,
     CheckpointTuple,
     PendingWrite,
+    TaskWrite,
     ThreadSummary,
     metadata_matches,
     validate_filter,
@@ -114,6 +116,20 @@ class InMemorySaver(BaseSaver):
                 idx = WRITES_IDX_MAP.get(channel, position)
                 if replace or (task_id, idx) not in stored.writes:
                     stored.writes[(task_id, idx)] = (task_path, channel, copy.deepcopy(value))
+
+    def get_writes(self, config: RunnableConfig) -> builtins.list[TaskWrite]:
+        ref = self.ref(config)
+        with self._lock:
+            stored = self._threads.get((ref.thread_id, ref.checkpoint_ns), {}).get(
+                ref.checkpoint_id or ""
+            )
+            if stored is None:
+                return []
+            ordered = sorted(stored.writes.items(), key=lambda item: (item[1][0], *item[0]))
+            return [
+                (task_id, path, channel, copy.deepcopy(value))
+                for (task_id, _idx), (path, channel, value) in ordered
+            ]
 
     def delete_thread(self, thread_id: str) -> None:
         with self._lock:

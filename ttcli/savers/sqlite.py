@@ -33,6 +33,7 @@ from ttcli.savers.base import (
     Checkpoint,
     CheckpointTuple,
     PendingWrite,
+    TaskWrite,
     ThreadSummary,
     validate_filter,
 )
@@ -381,6 +382,17 @@ class SqliteSaver(BaseSaver):
                 },
             )
 
+    def get_writes(self, config: RunnableConfig) -> builtins.list[TaskWrite]:
+        ref = self.ref(config)
+        with self.read() as conn:
+            row = self._row(conn, ref) if ref.checkpoint_id is not None else None
+            if row is None:
+                return []
+            return [
+                (task_id, path, channel, self.blobs.load_value(entry))
+                for task_id, path, channel, entry in _in_order(self._pending(conn, row[0], row[3]))
+            ]
+
     def delete_checkpoints(self, config: RunnableConfig, checkpoint_ids: Sequence[str]) -> None:
         ref = self.ref(config)
         wanted = {key for key in map(_id_bytes, checkpoint_ids) if key is not None}
@@ -643,13 +655,12 @@ class SqliteSaver(BaseSaver):
         writes = None if state.writes is None else {n: load_value(e) for n, e in state.writes}
         pending: builtins.list[PendingWrite] = []
         if values:
-            tasks = self._pending(self.conn, thread_key, checkpoint_id)
-            # the order the runtime applies them in: (task_path, task_id, idx)
-            for task_id, (_path, task_writes) in sorted(
-                tasks.items(), key=lambda t: (t[1][0], t[0])
-            ):
-                for _idx, (channel, entry) in sorted(task_writes.items()):
-                    pending.append((task_id, channel, load_value(entry)))
+            pending = [
+                (task_id, channel, load_value(entry))
+                for task_id, _path, channel, entry in _in_order(
+                    self._pending(self.conn, thread_key, checkpoint_id)
+                )
+            ]
         ref = CheckpointRef(thread_id, ns)
         checkpoint = Checkpoint(
             v=1,
@@ -680,6 +691,14 @@ class SqliteSaver(BaseSaver):
 
 def _skip(entry: Any) -> None:
     return None
+
+
+def _in_order(tasks: Pending) -> Iterator[tuple[str, str, str, Any]]:
+    """Pending writes as (task_id, task_path, channel, entry), in the order the runtime
+    applies them: by task path, task id, then write index."""
+    for task_id, (path, writes) in sorted(tasks.items(), key=lambda t: (t[1][0], t[0])):
+        for _idx, (channel, entry) in sorted(writes.items()):
+            yield task_id, path, channel, entry
 
 
 def _chunks(items: Sequence[Any], size: int = 500) -> Iterator[Sequence[Any]]:
