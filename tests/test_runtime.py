@@ -235,3 +235,16 @@ def test_no_checkpointer_still_runs_and_streams() -> None:
 def test_invoke_with_another_stream_mode_returns_all_chunks(linear_app: Any) -> None:
     chunks = linear_app.invoke({"x": 1, "log": []}, cfg(), stream_mode="updates")
     assert chunks == [{"a": {"x": 2, "log": ["a"]}}, {"b": {"x": 20, "log": ["b"]}}]
+
+
+def test_a_superstep_whose_tasks_all_finished_before_is_not_run_again(saver: BaseSaver) -> None:
+    calls: list[str] = []
+    app = graphs.linear(API, calls).compile(checkpointer=saver)
+    app.invoke({"x": 1, "log": []}, cfg(), interrupt_before=["b"])
+    head = app.get_state(cfg())
+    (task,) = head.tasks
+    # b's writes saved, then the process died before the superstep's checkpoint
+    saver.put_writes(head.config, [("x", 99), ("log", ["b"])], task.id, "~__pregel_pull, b")
+    calls.clear()
+    assert app.invoke(None, cfg()) == {"x": 99, "log": ["a", "b"]}
+    assert calls == []

@@ -207,3 +207,50 @@ def test_a_saver_missing_a_method_fails_at_construction() -> None:
 
     with pytest.raises(TypeError, match="abstract"):
         Incomplete()  # type: ignore[abstract]
+
+
+def test_get_writes_keeps_task_paths_in_apply_order(saver: BaseSaver) -> None:
+    (head,) = put_chain(saver, steps=1)
+    at = config("t", head)
+    saver.put_writes(at, [("log", ["c"]), ("__error__", "E")], "task-c", "~p, c")
+    saver.put_writes(at, [("log", ["b"])], "task-b", "~p, b")
+    assert saver.get_writes(at) == [
+        ("task-b", "~p, b", "log", ["b"]),
+        ("task-c", "~p, c", "__error__", "E"),
+        ("task-c", "~p, c", "log", ["c"]),
+    ]
+    assert saver.get_writes(config("t", "1f000000-0000-6000-8000-000000000000")) == []
+
+
+def test_delete_checkpoints_keeps_the_rest_readable(saver: BaseSaver) -> None:
+    ids = put_chain(saver, steps=5)
+    middle = config("t", ids[2])
+    child = config("t", ids[3])
+    saver.put_writes(middle, [("log", ["m"])], "task-m", "p")
+    saver.put_writes(child, [("log", ["c"])], "task-c", "p")
+    before = saver.get_tuple(child)
+    saver.delete_checkpoints(config(), [ids[2], "1f000000-0000-6000-8000-000000000000"])
+    assert saver.get_tuple(middle) is None
+    assert saver.get_tuple(child) == before
+    assert listed(saver, config()) == [ids[4], ids[3], ids[1], ids[0]]
+    saver.delete_checkpoints(config(), [ids[2]])  # again: nothing to do
+    saver.delete_checkpoints(config(), ids)
+    assert saver.get_tuple(config()) is None
+    assert list(saver.list_threads()) == []
+
+
+def test_list_threads_by_prefix(saver: BaseSaver) -> None:
+    put_chain(saver, "order:1", steps=2)
+    latest = put_chain(saver, "order:2", steps=3)[-1]
+    put_chain(saver, "order:2", steps=1, ns="sub:1")
+    put_chain(saver, "user:1", steps=1)
+    found = list(saver.list_threads("order:"))
+    assert [(t.thread_id, t.checkpoint_ns, t.checkpoints) for t in found] == [
+        ("order:1", "", 2),
+        ("order:2", "", 3),
+        ("order:2", "sub:1", 1),
+    ]
+    assert found[1].latest_id == latest
+    assert found[1].latest_ts.endswith("+00:00")
+    assert [t.thread_id for t in saver.list_threads("order%")] == []
+    assert len(list(saver.list_threads())) == 4

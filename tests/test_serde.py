@@ -94,10 +94,9 @@ def test_unregistered_types_decode_to_inert_marked_data() -> None:
     class Mood(enum.Enum):
         HAPPY = 1
 
-    assert serde.loads(serde.dumps(Secret("t"))) == {
-        serde.TYPE_MARKER: f"{__name__}.test_unregistered_types_decode_to_inert_marked_data.<locals>.Secret",
-        "data": {"token": "t"},
-    }
+    decoded = serde.loads(serde.dumps(Secret("t")))
+    assert decoded["data"] == {"token": "t"}
+    assert decoded[serde.TYPE_MARKER].endswith("<locals>.Secret")
     assert serde.loads(serde.dumps(Mood.HAPPY))["value"] == 1
 
 

@@ -14,7 +14,7 @@ import msgpack
 import pytest
 import sqlite_utils
 
-from tests.test_saver_contract import config, make_checkpoint, put_chain
+from tests.test_saver_contract import config, put_chain
 from ttcli import END, START, MessagesState, StateGraph
 from ttcli.errors import CorruptValueError, SchemaVersionError, SerializationError, StorageError
 from ttcli.savers import blobs, records, serde

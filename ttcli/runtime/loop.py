@@ -189,8 +189,8 @@ class Run:
                 raise errors[task.id]
 
     def _execute(self, tasks: list[Task]) -> Iterator[tuple[Task, BaseException | None]]:
-        if len(tasks) == 1:
-            yield tasks[0], self._call(tasks[0])
+        if len(tasks) <= 1:
+            yield from ((task, self._call(task)) for task in tasks)
             return
         with ThreadPoolExecutor(max_workers=len(tasks), thread_name_prefix="ttcli-task") as pool:
             futures = {pool.submit(self._call, task): task for task in tasks}

@@ -130,6 +130,18 @@ class BaseSaver(ABC):
             InvalidFilterError: a filter key that is not a plain name.
         """
 
+    def list_metadata(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: Mapping[str, Any] | None = None,  # noqa: A002
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> builtins.list[CheckpointTuple]:
+        """Like `list` where values are not needed (history tables, prune plans); a backend
+        that can skip reading stored values overrides it."""
+        return builtins.list(self.list(config, filter=filter, before=before, limit=limit))
+
     @abstractmethod
     def put(
         self,

@@ -1,0 +1,69 @@
+"""Copying a checkpoint's lineage into a new thread."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from tests import graphs
+from tests.test_prune import cfg, views
+from ttcli import END, START, StateGraph
+from ttcli.errors import CheckpointNotFoundError
+from ttcli.ops.copy import copy_lineage
+from ttcli.savers.base import BaseSaver
+
+API = SimpleNamespace(StateGraph=StateGraph, START=START, END=END)
+
+
+def test_copy_takes_the_lineage_only_and_the_copy_runs_on(saver: BaseSaver) -> None:
+    calls: list[str] = []
+    app = graphs.linear(API, calls).compile(checkpointer=saver)
+    app.invoke({"x": 1, "log": []}, cfg("src"))
+    step1 = next(s for s in app.get_state_history(cfg("src")) if s.metadata["step"] == 1)
+    app.update_state(step1.config, {"x": 7}, as_node="a")  # a second branch, not copied
+    source = views(app, "src")
+
+    copied = copy_lineage(saver, step1.config, "dst")
+    assert copied["configurable"]["checkpoint_id"] == step1.config["configurable"]["checkpoint_id"]
+    target = views(app, "dst")
+    assert len(target) == 3  # input, step 0, step 1
+    for checkpoint_id, (values, next_nodes, metadata, tasks) in target.items():
+        assert metadata == {**source[checkpoint_id][2], "copied_from": "src"}
+        assert (values, next_nodes, tasks) == (
+            source[checkpoint_id][0],
+            source[checkpoint_id][1],
+            source[checkpoint_id][3],
+        )
+    calls.clear()
+    assert app.invoke(None, cfg("dst")) == {"x": 20, "log": ["a", "b"]}
+    assert calls == []  # b's write at step 1 was copied too, and is reused as on the source
+    assert views(app, "src") == source
+
+
+def test_copy_again_is_harmless(saver: BaseSaver) -> None:
+    app = graphs.linear(API).compile(checkpointer=saver)
+    app.invoke({"x": 1, "log": []}, cfg("src"))
+    first = copy_lineage(saver, cfg("src"), "dst")
+    again = copy_lineage(saver, cfg("src"), "dst")
+    assert first == again
+    assert len(views(app, "dst")) == 4
+
+
+def test_copy_of_a_missing_checkpoint_fails(saver: BaseSaver) -> None:
+    with pytest.raises(CheckpointNotFoundError, match="thread 'nowhere'"):
+        copy_lineage(saver, cfg("nowhere"), "dst")
+    assert list(saver.list_threads()) == []
+
+
+def test_pending_writes_are_copied(saver: BaseSaver) -> None:
+    calls: list[str] = []
+    app = graphs.fan_out(API, calls, fail={"c"}).compile(checkpointer=saver)
+    with pytest.raises(ValueError):
+        app.invoke({"log": []}, cfg("src"))
+    copy_lineage(saver, cfg("src"), "dst")
+    calls.clear()
+    result: Any = app.invoke(None, cfg("dst"))
+    assert result == {"log": ["a", "b", "c", "d"]}
+    assert calls == ["c", "d"]

@@ -1,0 +1,206 @@
+"""The deletion contract: prune and archive change nothing a kept checkpoint shows."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any, TypedDict
+
+import pytest
+
+from tests import graphs
+from ttcli import END, START, StateGraph
+from ttcli.ops.prune import PrunePolicy, execute_prune, plan_prune
+from ttcli.savers.base import BaseSaver
+from ttcli.savers.sqlite import SqliteSaver
+
+API = SimpleNamespace(StateGraph=StateGraph, START=START, END=END)
+
+
+def cfg(thread: str, checkpoint_id: str | None = None) -> dict[str, Any]:
+    configurable = {"thread_id": thread}
+    if checkpoint_id:
+        configurable["checkpoint_id"] = checkpoint_id
+    return {"configurable": configurable}
+
+
+def boundary() -> datetime:
+    """A moment strictly after everything stored so far and before anything stored later."""
+    moment = datetime.now(UTC)
+    while datetime.now(UTC) <= moment:
+        pass
+    return moment
+
+
+def views(app: Any, thread: str) -> dict[str, tuple[Any, ...]]:
+    """Each checkpoint as a user sees it (record view), by id."""
+    return {
+        s.config["configurable"]["checkpoint_id"]: (
+            s.values,
+            s.next,
+            s.metadata,
+            [(t.name, t.result, t.error) for t in app.get_state(s.config).tasks],
+        )
+        for s in app.get_state_history(cfg(thread))
+    }
+
+
+def two_runs(saver: BaseSaver, thread: str = "t") -> tuple[Any, datetime]:
+    app = graphs.linear(API).compile(checkpointer=saver)
+    app.invoke({"x": 1, "log": []}, cfg(thread))
+    middle = boundary()
+    app.invoke({"x": 2}, cfg(thread))
+    return app, middle
+
+
+def test_a_plan_changes_nothing(saver: BaseSaver) -> None:
+    app, middle = two_runs(saver)
+    before = views(app, "t")
+    plans = plan_prune(saver, PrunePolicy(older_than=middle))
+    assert [(p.thread_id, len(p.doomed), p.total) for p in plans] == [("t", 4, 8)]
+    assert views(app, "t") == before
+
+
+def test_older_than_deletes_old_checkpoints_and_kept_ones_read_the_same(saver: BaseSaver) -> None:
+    app, middle = two_runs(saver)
+    before = views(app, "t")
+    report = execute_prune(saver, plan_prune(saver, PrunePolicy(older_than=middle)))
+    assert (report.threads, report.checkpoints) == (1, 4)
+    after = views(app, "t")
+    assert len(after) == 4
+    assert after == {checkpoint_id: before[checkpoint_id] for checkpoint_id in after}
+    # history ends earlier; the oldest kept one still names its (pruned) parent
+    oldest = list(app.get_state_history(cfg("t")))[-1]
+    assert oldest.metadata["source"] == "input"
+    assert oldest.parent_config is not None
+    assert app.get_state(oldest.parent_config).values == {}
+    # and the thread goes on
+    assert app.invoke({"x": 5}, cfg("t"))["x"] == 60
+
+
+def test_keep_last_keeps_the_newest_of_each_thread(saver: BaseSaver) -> None:
+    two_runs(saver, "a")
+    two_runs(saver, "b")
+    everything = boundary()
+    plans = plan_prune(saver, PrunePolicy(older_than=everything, keep_last=3))
+    assert sorted((p.thread_id, len(p.doomed)) for p in plans) == [("a", 5), ("b", 5)]
+    execute_prune(saver, plans)
+    assert [t.checkpoints for t in saver.list_threads()] == [3, 3]
+
+
+def test_idle_deletes_whole_threads_within_the_scope(saver: BaseSaver) -> None:
+    two_runs(saver, "job:old")
+    two_runs(saver, "other:old")
+    middle = boundary()
+    two_runs(saver, "job:new")
+    plans = plan_prune(saver, PrunePolicy(idle_since=middle, prefix="job:"))
+    assert [(p.thread_id, len(p.doomed)) for p in plans] == [("job:old", 8)]
+    execute_prune(saver, plans)
+    assert [t.thread_id for t in saver.list_threads()] == ["job:new", "other:old"]
+    assert plan_prune(saver, PrunePolicy(idle_since=middle, thread="other:old"))[0].total == 8
+
+
+def test_pending_writes_of_kept_checkpoints_stay(saver: BaseSaver) -> None:
+    calls: list[str] = []
+    # an older, unrelated run on another thread
+    graphs.fan_out(API).compile(checkpointer=saver).invoke({"log": []}, cfg("done"))
+    app = graphs.fan_out(API, calls, fail={"c"}).compile(checkpointer=saver)
+    with pytest.raises(ValueError, match="boom in c"):
+        app.invoke({"log": []}, cfg("t"))
+    before = views(app, "t")
+    execute_prune(saver, plan_prune(saver, PrunePolicy(older_than=boundary(), keep_last=1)))
+    (head,) = list(app.get_state_history(cfg("t")))
+    assert views(app, "t") == {
+        head.config["configurable"]["checkpoint_id"]: before[
+            head.config["configurable"]["checkpoint_id"]
+        ]
+    }
+    assert [(t.name, t.result, t.error) for t in app.get_state(cfg("t")).tasks] == [
+        ("b", {"log": ["b"]}, None),
+        ("c", None, "ValueError('boom in c')"),
+    ]
+    calls.clear()
+    assert app.invoke(None, cfg("t")) == {"log": ["a", "b", "c", "d"]}
+    assert calls == ["c", "d"]  # b's saved write survived the prune
+
+
+def test_branches_survive_a_prune_of_their_common_past(saver: BaseSaver) -> None:
+    app = graphs.linear(API).compile(checkpointer=saver)
+    app.invoke({"x": 1, "log": []}, cfg("t"))
+    step0 = next(s for s in app.get_state_history(cfg("t")) if s.metadata["step"] == 0)
+    middle = boundary()
+    app.invoke(None, step0.config)  # replay: a new branch from step 0
+    app.update_state(step0.config, {"x": 100})  # and another one
+    before = views(app, "t")
+    execute_prune(saver, plan_prune(saver, PrunePolicy(older_than=middle, keep_last=0)))
+    after = views(app, "t")
+    assert len(after) == 4  # fork, two loops, update
+    assert after == {checkpoint_id: before[checkpoint_id] for checkpoint_id in after}
+
+
+def test_archive_then_delete(saver: BaseSaver, tmp_path: Path) -> None:
+    app, middle = two_runs(saver)
+    before = views(app, "t")
+    archive_path = tmp_path / "archive.db"
+    plans = plan_prune(saver, PrunePolicy(older_than=middle))
+    with SqliteSaver.from_conn_string(archive_path) as archive:
+        report = execute_prune(saver, plans, archive=archive)
+    assert (report.checkpoints, report.archived) == (4, 4)
+    # the archive is a ttcli database holding the archived history, as it was
+    with SqliteSaver.from_conn_string(archive_path) as archive:
+        archived = views(graphs.linear(API).compile(checkpointer=archive), "t")
+    assert archived == {checkpoint_id: before[checkpoint_id] for checkpoint_id in archived}
+    assert set(archived) | set(views(app, "t")) == set(before)
+
+
+def test_an_interrupted_archive_prune_finishes_when_run_again(
+    saver: BaseSaver, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    app, middle = two_runs(saver)
+    plans = plan_prune(saver, PrunePolicy(older_than=middle))
+    archive_path = tmp_path / "archive.db"
+
+    def crash(*args: Any) -> None:
+        raise KeyboardInterrupt
+
+    with SqliteSaver.from_conn_string(archive_path) as archive:
+        monkeypatch.setattr(saver, "delete_checkpoints", crash)
+        with pytest.raises(KeyboardInterrupt):
+            execute_prune(saver, plans, archive=archive)
+        monkeypatch.undo()
+        assert len(views(app, "t")) == 8  # archived, nothing deleted yet: rows in both files
+        report = execute_prune(
+            saver, plan_prune(saver, PrunePolicy(older_than=middle)), archive=archive
+        )
+    assert (report.checkpoints, report.archived) == (4, 0)
+    assert len(views(app, "t")) == 4
+
+
+def test_nothing_selected_without_a_time_policy(saver: BaseSaver) -> None:
+    two_runs(saver)
+    assert plan_prune(saver, PrunePolicy()) == []
+
+
+class TextState(TypedDict):
+    text: str
+
+
+def test_pruning_frees_the_values_only_deleted_checkpoints_used(db_path: Path) -> None:
+    builder = StateGraph(TextState)
+    builder.add_node("write", lambda state: {"text": f"{state['text']} " * 40})
+    builder.add_edge(START, "write")
+    with SqliteSaver.from_conn_string(db_path) as saver:
+        app = builder.compile(checkpointer=saver)
+        for n in range(5):
+            app.invoke({"text": str(n)}, cfg("t"))
+        assert saver.conn.execute("SELECT count(*) FROM blobs").fetchone()[0] == 5
+        before = views(app, "t")
+        execute_prune(saver, plan_prune(saver, PrunePolicy(older_than=boundary())))
+        ((head, view),) = views(app, "t").items()
+        assert view == before[head]
+        # only the kept checkpoint's text is left
+        assert saver.conn.execute("SELECT count(*) FROM blobs").fetchone()[0] == 1
+        execute_prune(saver, plan_prune(saver, PrunePolicy(idle_since=boundary())))
+        assert saver.conn.execute("SELECT count(*) FROM blobs").fetchone()[0] == 0
+        assert list(saver.list_threads()) == []

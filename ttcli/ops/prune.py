@@ -1,0 +1,154 @@
+"""TTL retention: choosing what goes (a pure policy) and deleting it, archived first if asked.
+
+The deletion contract (SPEC §5): every kept checkpoint reads exactly as before (values, next,
+tasks, metadata), pending writes of kept checkpoints stay, history simply ends earlier. With
+an archive, what goes is first copied into another ttcli database and checked there; a crash
+at any moment loses nothing, and running the same prune again finishes the job.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from ttcli.configs import CheckpointRef
+from ttcli.errors import StorageError
+from ttcli.ops.copy import copy_checkpoint
+from ttcli.savers.base import BaseSaver, CheckpointTuple, ThreadSummary
+from ttcli.uuid6 import lowest_id_at
+
+BATCH_SIZE = 500  # checkpoints per delete transaction, so concurrent writers are not starved
+
+
+@dataclass(frozen=True, slots=True)
+class PrunePolicy:
+    """What to delete. Times are absolute: the caller turns "7d" into now - 7 days."""
+
+    #: checkpoints created before this go, except each thread's newest `keep_last`
+    older_than: datetime | None = None
+    keep_last: int = 1
+    #: whole threads whose newest checkpoint is older than this go
+    idle_since: datetime | None = None
+    #: only this thread, or only threads whose id starts with `prefix`
+    thread: str | None = None
+    prefix: str = ""
+
+    def __post_init__(self) -> None:
+        if self.keep_last < 0:
+            raise ValueError("keep_last must be 0 or more")
+
+
+@dataclass(frozen=True, slots=True)
+class ThreadPlan:
+    """What a prune does to one thread (in one namespace)."""
+
+    thread_id: str
+    checkpoint_ns: str
+    #: checkpoint ids that go, newest first
+    doomed: tuple[str, ...]
+    #: how many the thread has now
+    total: int
+
+
+@dataclass
+class PruneReport:
+    """What a prune did (or, for a plan, would do)."""
+
+    threads: int = 0
+    checkpoints: int = 0
+    archived: int = 0
+    plans: list[ThreadPlan] = field(default_factory=list)
+
+
+Progress = Callable[[int, int], None]  # (checkpoints done, checkpoints in total)
+
+
+def plan_prune(saver: BaseSaver, policy: PrunePolicy) -> list[ThreadPlan]:
+    """The threads and checkpoints `policy` selects; nothing is changed."""
+    if policy.older_than is None and policy.idle_since is None:
+        return []
+    plans = []
+    for summary in _threads(saver, policy):
+        doomed = _select(saver, summary, policy)
+        if doomed:
+            plans.append(
+                ThreadPlan(summary.thread_id, summary.checkpoint_ns, doomed, summary.checkpoints)
+            )
+    return plans
+
+
+def _threads(saver: BaseSaver, policy: PrunePolicy) -> list[ThreadSummary]:
+    found = saver.list_threads(policy.thread if policy.thread is not None else policy.prefix)
+    return [t for t in found if policy.thread is None or t.thread_id == policy.thread]
+
+
+def _select(saver: BaseSaver, summary: ThreadSummary, policy: PrunePolicy) -> tuple[str, ...]:
+    config = CheckpointRef(summary.thread_id, summary.checkpoint_ns).to_config()
+    ids = [t.checkpoint["id"] for t in saver.list_metadata(config)]  # newest first
+    # ids are time-ordered: "created before t" is "id below the smallest id made at t"
+    if policy.idle_since is not None and summary.latest_id < lowest_id_at(policy.idle_since):
+        return tuple(ids)
+    if policy.older_than is None:
+        return ()
+    cutoff = lowest_id_at(policy.older_than)
+    return tuple(i for i in ids[policy.keep_last :] if i < cutoff)
+
+
+def execute_prune(
+    saver: BaseSaver,
+    plans: Sequence[ThreadPlan],
+    *,
+    archive: BaseSaver | None = None,
+    progress: Progress | None = None,
+) -> PruneReport:
+    """Delete what the plans select, archiving it first when `archive` is given."""
+    report = PruneReport(plans=list(plans))
+    total = sum(len(plan.doomed) for plan in plans)
+    for plan in plans:
+        ref = CheckpointRef(plan.thread_id, plan.checkpoint_ns)
+        if archive is not None:
+            report.archived += _archive(saver, ref, plan.doomed, archive)
+        # newest first: whatever is left between batches still reads whole
+        for start in range(0, len(plan.doomed), BATCH_SIZE):
+            batch = plan.doomed[start : start + BATCH_SIZE]
+            saver.delete_checkpoints(ref.to_config(), batch)
+            _advance(progress, report, len(batch), total)
+        report.threads += 1
+    return report
+
+
+def _advance(progress: Progress | None, report: PruneReport, done: int, total: int) -> None:
+    report.checkpoints += done
+    if progress is not None:
+        progress(report.checkpoints, total)
+
+
+def _archive(
+    saver: BaseSaver, ref: CheckpointRef, doomed: Sequence[str], archive: BaseSaver
+) -> int:
+    """Copy the doomed checkpoints (oldest first, parents before children) and check them."""
+    copied = 0
+    for checkpoint_id in reversed(doomed):
+        saved = saver.get_tuple(ref.at(checkpoint_id).to_config())
+        if saved is None:
+            continue
+        copied += copy_checkpoint(saver, saved, archive, ref)
+        kept = archive.get_tuple(ref.at(checkpoint_id).to_config())
+        if kept is None or _differs(saver, saved, archive, kept):
+            raise StorageError(
+                f"archive check failed for checkpoint '{checkpoint_id}' of thread "
+                f"'{ref.thread_id}': nothing was deleted"
+            )
+    return copied
+
+
+def _differs(
+    saver: BaseSaver, saved: CheckpointTuple, archive: BaseSaver, kept: CheckpointTuple
+) -> bool:
+    return (
+        saved.checkpoint != kept.checkpoint
+        or saved.metadata != kept.metadata
+        or saved.parent_config != kept.parent_config
+        or saver.get_writes(saved.config) != archive.get_writes(kept.config)
+    )
