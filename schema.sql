@@ -46,7 +46,9 @@ CREATE TABLE names (
 CREATE TABLE checkpoints (
     thread_key     INTEGER NOT NULL REFERENCES threads (thread_key),
     checkpoint_id  BLOB NOT NULL,
-    parent_id      BLOB,              -- NULL for a root; may name a pruned checkpoint
+    parent_id      BLOB,              -- the parent's id without the leading bytes it shares
+                                      -- with checkpoint_id (the view shows it whole); NULL for
+                                      -- a root; may name a pruned checkpoint
     source         TEXT NOT NULL,     -- metadata.source: input, loop, update or fork
     step           INTEGER NOT NULL,  -- metadata.step
     writers        TEXT,              -- JSON list of the nodes in metadata.writes, or NULL
@@ -99,60 +101,28 @@ CREATE TABLE blobs (
 );
 
 -- Checkpoints in LangGraph's terms: text ids, ISO-8601 times, the whole metadata as JSON.
+-- (h: the id in hex; p: the parent's id in hex; micros: created_at, or the time in the id:
+-- its 60-bit UUIDv6 timestamp counts 100 ns since 1582-10-15.)
 CREATE VIEW checkpoint_list AS
+WITH c AS (
+SELECT *,
+hex(checkpoint_id) AS h,
+CASE WHEN parent_id IS NOT NULL
+THEN hex(substr(checkpoint_id, 1, 16 - length(parent_id))) || hex(parent_id) END AS p
+FROM checkpoints
+), d AS (
+SELECT *, coalesce(created_at,
+(((((((((((((((instr('123456789ABCDEF', substr(h, 1, 1))) * 16 + instr('123456789ABCDEF', substr(h, 2, 1))) * 16 + instr('123456789ABCDEF', substr(h, 3, 1))) * 16 + instr('123456789ABCDEF', substr(h, 4, 1))) * 16 + instr('123456789ABCDEF', substr(h, 5, 1))) * 16 + instr('123456789ABCDEF', substr(h, 6, 1))) * 16 + instr('123456789ABCDEF', substr(h, 7, 1))) * 16 + instr('123456789ABCDEF', substr(h, 8, 1))) * 16 + instr('123456789ABCDEF', substr(h, 9, 1))) * 16 + instr('123456789ABCDEF', substr(h, 10, 1))) * 16 + instr('123456789ABCDEF', substr(h, 11, 1))) * 16 + instr('123456789ABCDEF', substr(h, 12, 1))) * 16 + instr('123456789ABCDEF', substr(h, 14, 1))) * 16 + instr('123456789ABCDEF', substr(h, 15, 1))) * 16 + instr('123456789ABCDEF', substr(h, 16, 1))) / 10 - 12219292800000000
+) AS micros
+FROM c
+)
 SELECT
-    thread_id,
-    checkpoint_ns,
-    checkpoint_id,
-    parent_checkpoint_id,
-    strftime('%Y-%m-%dT%H:%M:%S', micros / 1000000, 'unixepoch') || '.' ||
-        printf('%06d', micros % 1000000) || '+00:00' AS created_at,
-    source,
-    step,
-    metadata
-FROM (
-    SELECT
-        t.thread_id,
-        t.checkpoint_ns,
-        lower(
-            substr(hex(c.checkpoint_id), 1, 8) || '-' || substr(hex(c.checkpoint_id), 9, 4) || '-' ||
-            substr(hex(c.checkpoint_id), 13, 4) || '-' || substr(hex(c.checkpoint_id), 17, 4) || '-' ||
-            substr(hex(c.checkpoint_id), 21)
-        ) AS checkpoint_id,
-        lower(
-            substr(hex(c.parent_id), 1, 8) || '-' || substr(hex(c.parent_id), 9, 4) || '-' ||
-            substr(hex(c.parent_id), 13, 4) || '-' || substr(hex(c.parent_id), 17, 4) || '-' ||
-            substr(hex(c.parent_id), 21)
-        ) AS parent_checkpoint_id,
-        coalesce(
-            c.created_at,
-            -- the UUIDv6 timestamp: 100 ns units since 1582-10-15
-            (
-                (instr('0123456789ABCDEF', substr(hex(c.checkpoint_id), 1, 1)) - 1) * 72057594037927936 +
-                    (instr('0123456789ABCDEF', substr(hex(c.checkpoint_id), 2, 1)) - 1) * 4503599627370496 +
-                    (instr('0123456789ABCDEF', substr(hex(c.checkpoint_id), 3, 1)) - 1) * 281474976710656 +
-                    (instr('0123456789ABCDEF', substr(hex(c.checkpoint_id), 4, 1)) - 1) * 17592186044416 +
-                    (instr('0123456789ABCDEF', substr(hex(c.checkpoint_id), 5, 1)) - 1) * 1099511627776 +
-                    (instr('0123456789ABCDEF', substr(hex(c.checkpoint_id), 6, 1)) - 1) * 68719476736 +
-                    (instr('0123456789ABCDEF', substr(hex(c.checkpoint_id), 7, 1)) - 1) * 4294967296 +
-                    (instr('0123456789ABCDEF', substr(hex(c.checkpoint_id), 8, 1)) - 1) * 268435456 +
-                    (instr('0123456789ABCDEF', substr(hex(c.checkpoint_id), 9, 1)) - 1) * 16777216 +
-                    (instr('0123456789ABCDEF', substr(hex(c.checkpoint_id), 10, 1)) - 1) * 1048576 +
-                    (instr('0123456789ABCDEF', substr(hex(c.checkpoint_id), 11, 1)) - 1) * 65536 +
-                    (instr('0123456789ABCDEF', substr(hex(c.checkpoint_id), 12, 1)) - 1) * 4096 +
-                    (instr('0123456789ABCDEF', substr(hex(c.checkpoint_id), 14, 1)) - 1) * 256 +
-                    (instr('0123456789ABCDEF', substr(hex(c.checkpoint_id), 15, 1)) - 1) * 16 +
-                    (instr('0123456789ABCDEF', substr(hex(c.checkpoint_id), 16, 1)) - 1) * 1
-            ) / 10 - 12219292800000000
-        ) AS micros,
-        c.source,
-        c.step,
-        json_patch(
-            json_object(
-                'source', c.source, 'step', c.step, 'parents', json('{}'), 'writes', json(c.writers)
-            ),
-            coalesce(c.metadata, '{}')
-        ) AS metadata
-    FROM checkpoints AS c
-    JOIN threads AS t USING (thread_key)
-);
+thread_id,
+checkpoint_ns,
+lower(substr(h, 1, 8) || '-' || substr(h, 9, 4) || '-' || substr(h, 13, 4) || '-' || substr(h, 17, 4) || '-' || substr(h, 21)) AS checkpoint_id,
+lower(substr(p, 1, 8) || '-' || substr(p, 9, 4) || '-' || substr(p, 13, 4) || '-' || substr(p, 17, 4) || '-' || substr(p, 21)) AS parent_checkpoint_id,
+strftime('%Y-%m-%dT%H:%M:%S', micros / 1000000, 'unixepoch') || '.' || printf('%06d', micros % 1000000) || '+00:00' AS created_at,
+source,
+step,
+json_patch(json_object('source', source, 'step', step, 'parents', json('{}'), 'writes', json(writers)), coalesce(metadata, '{}')) AS metadata
+FROM d JOIN threads USING (thread_key);

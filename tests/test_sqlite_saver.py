@@ -97,6 +97,10 @@ def test_other_tools_read_the_file(db_path: Path) -> None:
     assert [r["checkpoint_id"] for r in rows[::-1]] == [
         s.config["configurable"]["checkpoint_id"] for s in history
     ]
+    assert [r["parent_checkpoint_id"] for r in rows[::-1]] == [
+        s.parent_config["configurable"]["checkpoint_id"] if s.parent_config else None
+        for s in history
+    ]
     newest = rows[-1]
     assert newest["thread_id"] == "order:123"
     assert newest["created_at"] == history[0].created_at
@@ -213,14 +217,6 @@ def test_an_unserialisable_value_fails_at_write_time_and_stores_nothing(db_path:
         assert all(task.result is None for task in history[0].tasks)
         assert app.invoke({"messages": [("user", "again")]}, cfg)["messages"][-1].content == "ok"
     assert sqlite3.connect(db_path).execute("PRAGMA integrity_check").fetchone() == ("ok",)
-
-
-def dump(db_path: Path) -> dict[str, list[tuple[Any, ...]]]:
-    conn = sqlite3.connect(db_path)
-    return {
-        table: sorted(conn.execute(f"SELECT * FROM {table}").fetchall(), key=repr)
-        for table in ("threads", "names", "checkpoints", "writes", "blobs")
-    }
 
 
 def test_forged_rows_read_as_inert_data(db_path: Path, tmp_path: Path) -> None:

@@ -79,7 +79,7 @@ def statements(sql: str) -> list[str]:
     pending = ""
     for line in sql.splitlines(keepends=True):
         # comments document schema.sql; kept out of the file, where every page counts
-        line = line.split("--", 1)[0].rstrip() + "\n"
+        line = line.split("--", 1)[0].strip() + "\n"
         if line.strip().upper().startswith("PRAGMA ") or not line.strip():
             continue
         pending += line

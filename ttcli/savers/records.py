@@ -240,3 +240,18 @@ def _task_key(task_id: str) -> bytes | str:
 
 def _task_text(task: bytes | str) -> str:
     return str(uuid.UUID(bytes=task)) if isinstance(task, bytes) else task
+
+
+def pack_parent(child: bytes, parent: bytes | None) -> bytes | None:
+    """The parent's id without the leading bytes it shares with its child's (their times
+    are close, so ids made together share their first bytes)."""
+    if parent is None:
+        return None
+    shared = 0
+    while shared < len(parent) - 1 and child[shared] == parent[shared]:
+        shared += 1
+    return parent[shared:]
+
+
+def unpack_parent(child: bytes, stored: bytes | None) -> bytes | None:
+    return None if stored is None else child[: len(child) - len(stored)] + stored

@@ -47,6 +47,8 @@ from ttcli.savers.records import (
     encode_pending,
     metadata_columns,
     metadata_of,
+    pack_parent,
+    unpack_parent,
 )
 from ttcli.uuid6 import id_micros
 
@@ -113,7 +115,7 @@ WHERE thread_key = :thread_key
 """
 
 _NEXT = """
-SELECT parent_id, parent_writes
+SELECT checkpoint_id, parent_id, parent_writes
 FROM checkpoints
 WHERE thread_key = :thread_key
   AND checkpoint_id > :checkpoint_id
@@ -328,7 +330,7 @@ class SqliteSaver(BaseSaver):
                 {
                     "thread_key": thread_key,
                     "checkpoint_id": checkpoint_id,
-                    "parent_id": parent_id,
+                    "parent_id": pack_parent(checkpoint_id, parent_id),
                     "source": source,
                     "step": step,
                     "writers": writers,
@@ -404,12 +406,12 @@ class SqliteSaver(BaseSaver):
             # children that stay: a full state instead of a delta on a parent about to go,
             # and no longer the parent's pending writes
             freed = self._refs(conn, thread_key, doomed)
-            for child, parent_id, moved in conn.execute(
+            for child, stored_parent, moved in conn.execute(
                 "SELECT checkpoint_id, parent_id, parent_writes FROM checkpoints "
                 "WHERE thread_key = ? AND parent_id IS NOT NULL",
                 (thread_key,),
             ).fetchall():
-                if parent_id in wanted and child not in wanted:
+                if unpack_parent(child, stored_parent) in wanted and child not in wanted:
                     state = self._state(conn, thread_key, child)
                     assert state is not None
                     for _path, writes in decode_pending(moved, self.names).values():
@@ -529,7 +531,7 @@ class SqliteSaver(BaseSaver):
         ).fetchone()
         if row is None:
             return None
-        parent_id, data, _moved = row
+        parent_id, data, _moved = unpack_parent(checkpoint_id, row[0]), row[1], row[2]
         parent = None
         if State.depth_of(data) and parent_id is not None:
             parent = self._state(conn, thread_key, parent_id)
@@ -548,8 +550,8 @@ class SqliteSaver(BaseSaver):
         params = {"thread_key": thread_key, "checkpoint_id": checkpoint_id}
         following = conn.execute(_NEXT, params).fetchone()
         merged: Pending = {}
-        if following is not None and following[0] == checkpoint_id:
-            merged = decode_pending(following[1], self.names)
+        if following is not None and unpack_parent(following[0], following[1]) == checkpoint_id:
+            merged = decode_pending(following[2], self.names)
         for task_id, (path, writes) in self._table_pending(conn, thread_key, checkpoint_id).items():
             _path, known = merged.setdefault(task_id, (path, {}))
             for idx, write in writes.items():
@@ -684,7 +686,9 @@ class SqliteSaver(BaseSaver):
             config=ref.at(checkpoint["id"]).to_config(),
             checkpoint=checkpoint,
             metadata=metadata_of(source, step, other, writes),
-            parent_config=ref.at(_id_text(parent_id)).to_config() if parent_id else None,
+            parent_config=ref.at(_id_text(parent)).to_config()
+            if (parent := unpack_parent(checkpoint_id, parent_id))
+            else None,
             pending_writes=pending if values else None,
         )
 
