@@ -40,14 +40,19 @@ def test_langgraph_names_are_importable_from_ttcli() -> None:
     )
 
 
-def test_demo_runs_the_time_travel_loop(capsys: pytest.CaptureFixture[str]) -> None:
-    runpy.run_module("fixtures.demo", run_name="__main__")
-    out = capsys.readouterr().out
+def test_demo_runs_the_time_travel_loop(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TTCLI_DB", str(tmp_path / "demo.db"))
+    for _ in range(2):  # the demo can run again on the same file
+        runpy.run_module("fixtures.demo", run_name="__main__")
+    out = capsys.readouterr().out.split("$ database:")[-1]
     assert "reply: 'Done: order 123 cancelled.'" in out
     assert "  tool: None -> 'cancel_order'" in out
     assert "next=('call_tool',)" in out
     assert "reply: 'Done: order 123 refunded: 42.00 EUR.'" in out
     assert "$ history (9 checkpoints: the old branch is kept)" in out
+    assert "order:123-fixed (6 checkpoints)" in out
 
 
 def test_readme_python_example_runs(capsys: pytest.CaptureFixture[str]) -> None:

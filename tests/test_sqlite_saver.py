@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import dataclasses
+import enum
 import json
+import operator
 import sqlite3
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, TypedDict
 
 import msgpack
 import pytest
@@ -291,3 +294,29 @@ def test_several_processes_write_one_file(db_path: Path) -> None:
             steps = [t.metadata["step"] for t in saver.list(config(f"w{n}"))]
             assert steps == list(range(58, -2, -1))
     assert sqlite3.connect(db_path).execute("PRAGMA integrity_check").fetchone() == ("ok",)
+
+
+class Priority(enum.Enum):
+    LOW = 1
+    HIGH = 2
+
+
+@dataclasses.dataclass
+class Ticket:
+    title: str
+    priority: Priority
+
+
+class TicketState(TypedDict):
+    tickets: Annotated[list[Ticket], operator.add]
+
+
+def test_the_graphs_own_types_come_back_as_themselves(db_path: Path) -> None:
+    builder = StateGraph(TicketState)
+    builder.add_node("file", lambda state: {"tickets": [Ticket("disk full", Priority.HIGH)]})
+    builder.add_edge(START, "file")
+    with SqliteSaver.from_conn_string(db_path) as saver:
+        builder.compile(checkpointer=saver).invoke({"tickets": []}, config("t"))
+    with SqliteSaver.from_conn_string(db_path) as saver:
+        state = builder.compile(checkpointer=saver).get_state(config("t"))
+    assert state.values == {"tickets": [Ticket("disk full", Priority.HIGH)]}

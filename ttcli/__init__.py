@@ -25,6 +25,7 @@ from ttcli.runtime.compiled import CompiledStateGraph
 from ttcli.runtime.types import PregelTask, StateSnapshot
 from ttcli.savers.base import BaseSaver, CheckpointTuple
 from ttcli.savers.memory import InMemorySaver, MemorySaver
+from ttcli.savers.sqlite import SqliteSaver
 
 __version__ = "0.1.0"
 
@@ -45,6 +46,7 @@ __all__ = [
     "PregelTask",
     "RemoveMessage",
     "START",
+    "SqliteSaver",
     "StateGraph",
     "StateSnapshot",
     "SystemMessage",

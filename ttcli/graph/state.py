@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import enum
 import inspect
 from collections.abc import Callable, Mapping
 from typing import Annotated, Any, get_args, get_origin, get_type_hints
@@ -86,3 +87,28 @@ def build_state(schema: type[Any], values: dict[str, Any]) -> Any:
     if dataclasses.is_dataclass(schema) or hasattr(schema, "model_fields"):
         return schema(**values)
     return dict(values)
+
+
+def schema_types(schema: type[Any]) -> set[type]:
+    """Classes a state schema names (dataclasses, enums, pydantic models, named tuples), at
+    any depth of its type hints: the types the saver may rebuild when reading state back."""
+    found: set[type] = set()
+    todo: list[Any] = [schema]
+    while todo:
+        hint = todo.pop()
+        todo.extend(get_args(hint))
+        if not isinstance(hint, type) or hint in found:
+            continue
+        if (
+            dataclasses.is_dataclass(hint)
+            or hasattr(hint, "model_fields")
+            or (issubclass(hint, tuple) and hasattr(hint, "_fields"))
+            or issubclass(hint, enum.Enum)
+        ):
+            found.add(hint)
+        if dataclasses.is_dataclass(hint) or hasattr(hint, "__annotations__"):
+            try:
+                todo.extend(get_type_hints(hint).values())
+            except (NameError, TypeError):
+                pass
+    return found

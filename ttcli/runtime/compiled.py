@@ -7,10 +7,12 @@ from typing import TYPE_CHECKING, Any
 
 from ttcli.configs import RunnableConfig
 from ttcli.errors import ConfigError
+from ttcli.graph.state import schema_types
 from ttcli.runtime import history, update
 from ttcli.runtime.loop import Run
 from ttcli.runtime.plan import GraphPlan
 from ttcli.runtime.types import StateSnapshot
+from ttcli.savers import serde
 from ttcli.savers.base import BaseSaver
 
 if TYPE_CHECKING:
@@ -33,6 +35,8 @@ class CompiledStateGraph:
     ) -> None:
         self.builder = builder
         self.plan = GraphPlan(builder)
+        # the state schema's own types may be rebuilt from stored data; nothing else is
+        serde.register(*schema_types(builder.state_schema))
         self.checkpointer = checkpointer
         self.interrupt_before_nodes = tuple(interrupt_before)
         self.interrupt_after_nodes = tuple(interrupt_after)
