@@ -51,8 +51,8 @@ def test_demo_runs_the_time_travel_loop(
     assert "  tool: None -> 'cancel_order'" in out
     assert "next=('call_tool',)" in out
     assert "reply: 'Done: order 123 refunded: 42.00 EUR.'" in out
-    assert "$ history (9 checkpoints: the old branch is kept)" in out
-    assert "order:123-fixed (6 checkpoints)" in out
+    assert "$ history (9 checkpoints, the old branch is kept)" in out
+    assert "$ history (6 checkpoints, its lineage)" in out
 
 
 def test_readme_python_example_runs(capsys: pytest.CaptureFixture[str]) -> None:
