@@ -19,8 +19,14 @@ import sqlite_utils
 
 from tests.test_saver_contract import config, put_chain
 from ttcli import END, START, MessagesState, StateGraph
-from ttcli.errors import CorruptValueError, SchemaVersionError, SerializationError, StorageError
-from ttcli.savers import blobs, records, serde
+from ttcli.errors import (
+    CorruptValueError,
+    DatabaseBusyError,
+    SchemaVersionError,
+    SerializationError,
+    StorageError,
+)
+from ttcli.savers import blobs, migrations, records, serde
 from ttcli.savers.migrations import SCHEMA_VERSION
 from ttcli.savers.sqlite import SqliteSaver
 
@@ -320,3 +326,32 @@ def test_the_graphs_own_types_come_back_as_themselves(db_path: Path) -> None:
     with SqliteSaver.from_conn_string(db_path) as saver:
         state = builder.compile(checkpointer=saver).get_state(config("t"))
     assert state.values == {"tickets": [Ticket("disk full", Priority.HIGH)]}
+
+
+def test_an_older_schema_is_migrated_forward(
+    db_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with SqliteSaver.from_conn_string(db_path) as saver:
+        put_chain(saver, steps=2)
+    monkeypatch.setattr(migrations, "SCHEMA_VERSION", 2)
+    monkeypatch.setitem(migrations.MIGRATIONS, 1, "ALTER TABLE threads ADD COLUMN note TEXT;")
+    with SqliteSaver.from_conn_string(db_path) as saver:
+        assert [t.metadata["step"] for t in saver.list(config())] == [0, -1]
+    conn = sqlite3.connect(db_path)
+    assert conn.execute("PRAGMA user_version").fetchone() == (2,)
+    assert "note" in [row[1] for row in conn.execute("PRAGMA table_info(threads)")]
+
+
+def test_a_lock_held_past_the_busy_timeout_is_a_clear_busy_error(db_path: Path) -> None:
+    SqliteSaver(db_path).close()
+    holder = sqlite3.connect(db_path, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    try:
+        with SqliteSaver.from_conn_string(db_path) as saver:
+            saver.conn.execute("PRAGMA busy_timeout = 50")
+            with pytest.raises(DatabaseBusyError, match="is busy: another process holds its lock"):
+                put_chain(saver, steps=1)
+    finally:
+        holder.execute("ROLLBACK")
+    with SqliteSaver.from_conn_string(db_path) as saver:
+        assert saver.get_tuple(config()) is None
