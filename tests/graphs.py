@@ -117,3 +117,102 @@ def router(api: SimpleNamespace) -> Any:
     builder.add_edge("l", api.END)
     builder.add_edge("r", api.END)
     return builder
+
+
+class ReviewState(TypedDict):
+    plan: str
+    log: Annotated[list[str], operator.add]
+
+
+def review(api: SimpleNamespace, calls: list[str] | None = None) -> Any:
+    """planner -> review (asks a person with interrupt) -> act."""
+
+    def planner(state: ReviewState) -> dict[str, Any]:
+        return {"plan": "refund order 123", "log": ["plan"]}
+
+    def review_node(state: ReviewState) -> dict[str, Any]:
+        if calls is not None:
+            calls.append("review")
+        answer = api.interrupt({"question": "approve?", "plan": state["plan"]})
+        return {"log": [f"review:{answer}"]}
+
+    def act(state: ReviewState) -> dict[str, Any]:
+        return {"log": ["act"]}
+
+    builder = api.StateGraph(ReviewState)
+    builder.add_node("planner", planner)
+    builder.add_node("review", review_node)
+    builder.add_node("act", act)
+    builder.add_edge(api.START, "planner")
+    builder.add_edge("planner", "review")
+    builder.add_edge("review", "act")
+    builder.add_edge("act", api.END)
+    return builder
+
+
+def two_questions(api: SimpleNamespace) -> Any:
+    """Two parallel nodes that each ask a question, and one node that asks twice."""
+
+    def ask(name: str) -> Any:
+        def run(state: LogState) -> dict[str, Any]:
+            return {"log": [f"{name}={api.interrupt(name + '?')}"]}
+
+        return run
+
+    def twice(state: LogState) -> dict[str, Any]:
+        first = api.interrupt("first?")
+        second = api.interrupt("second?")
+        return {"log": [f"twice={first},{second}"]}
+
+    builder = api.StateGraph(LogState)
+    builder.add_node("q1", ask("q1"))
+    builder.add_node("q2", ask("q2"))
+    builder.add_node("twice", twice)
+    builder.add_edge(api.START, "q1")
+    builder.add_edge(api.START, "q2")
+    builder.add_edge(["q1", "q2"], "twice")
+    return builder
+
+
+class MapState(TypedDict):
+    items: list[int]
+    results: Annotated[list[int], operator.add]
+    total: int
+
+
+def map_reduce(api: SimpleNamespace) -> Any:
+    """Send one `square` task per item, then sum the results."""
+
+    def fan_out(state: MapState) -> list[Any]:
+        return [api.Send("square", {"item": item}) for item in state["items"]]
+
+    def square(arg: dict[str, int]) -> dict[str, Any]:
+        return {"results": [arg["item"] ** 2]}
+
+    def total(state: MapState) -> dict[str, Any]:
+        return {"total": sum(state["results"])}
+
+    builder = api.StateGraph(MapState)
+    builder.add_node("square", square)
+    builder.add_node("total", total)
+    builder.add_conditional_edges(api.START, fan_out)
+    builder.add_edge("square", "total")
+    return builder
+
+
+def commands(api: SimpleNamespace) -> Any:
+    """A router node that returns Command(update=..., goto=...) next to a static edge."""
+
+    def route(state: LogState) -> Any:
+        return api.Command(update={"log": ["route"]}, goto=["special", api.Send("special", {})])
+
+    def special(state: Any) -> dict[str, Any]:
+        return {"log": ["special"]}
+
+    builder = api.StateGraph(LogState)
+    builder.add_node("route", route)
+    builder.add_node("normal", lambda state: {"log": ["normal"]})
+    builder.add_node("special", special)
+    builder.add_edge(api.START, "route")
+    builder.add_edge("route", "normal")
+    return builder

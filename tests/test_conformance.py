@@ -14,6 +14,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import langgraph.graph as lg
+import langgraph.types as lg_types
 import pytest
 from langgraph.checkpoint.memory import InMemorySaver as LgInMemorySaver
 
@@ -28,9 +29,19 @@ TTCLI = SimpleNamespace(
     START=ttcli.START,
     END=ttcli.END,
     Saver=ttcli.InMemorySaver,
+    interrupt=ttcli.interrupt,
+    Command=ttcli.Command,
+    Send=ttcli.Send,
 )
 LANGGRAPH = SimpleNamespace(
-    name="langgraph", StateGraph=lg.StateGraph, START=lg.START, END=lg.END, Saver=LgInMemorySaver
+    name="langgraph",
+    StateGraph=lg.StateGraph,
+    START=lg.START,
+    END=lg.END,
+    Saver=LgInMemorySaver,
+    interrupt=lg_types.interrupt,
+    Command=lg_types.Command,
+    Send=lg_types.Send,
 )
 
 Scenario = Callable[[SimpleNamespace], Any]
@@ -53,11 +64,24 @@ def normalise(history: list[Any]) -> list[dict[str, Any]]:
                 "next": snap.next,
                 "metadata": metadata,
                 "parent": position.get(parent, parent and "outside"),
-                "tasks": [(t.name, t.path, t.result, t.error) for t in snap.tasks],
-                "interrupts": snap.interrupts,
+                "tasks": [
+                    (t.name, t.path, t.result, t.error, plain(t.interrupts)) for t in snap.tasks
+                ],
+                "interrupts": plain(snap.interrupts),
             }
         )
     return rows
+
+
+def plain(value: Any) -> Any:
+    """Interrupts as their values: their ids are hashes, and LangGraph's hash is another."""
+    if hasattr(value, "value") and hasattr(value, "id"):
+        return ("Interrupt", plain(value.value))
+    if isinstance(value, dict):
+        return {k: plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return type(value)(plain(v) for v in value)
+    return value
 
 
 def history_of(app: Any, thread: str = "t", **kwargs: Any) -> list[dict[str, Any]]:
@@ -302,6 +326,85 @@ def missing_thread_state(api: SimpleNamespace) -> Any:
     return tuple(snap)
 
 
+def approval(api: SimpleNamespace) -> Any:
+    calls: list[str] = []
+    app = graphs.review(api, calls).compile(checkpointer=api.Saver())
+    paused = plain(app.invoke({"plan": "", "log": []}, cfg()))
+    waiting = app.get_state(cfg())
+    waiting_view = (waiting.next, plain(waiting.interrupts), plain(waiting.tasks[0].interrupts))
+    updates = plain(list(app.stream(api.Command(resume="yes"), cfg(), stream_mode="updates")))
+    return paused, waiting_view, updates, calls, history_of(app)
+
+
+def parallel_interrupts(api: SimpleNamespace) -> Any:
+    app = graphs.two_questions(api).compile(checkpointer=api.Saver())
+    first = plain(list(app.stream({"log": []}, cfg(), stream_mode="values")))
+    pending = app.get_state(cfg()).interrupts
+    with pytest.raises(RuntimeError) as plain_resume:
+        app.invoke(api.Command(resume="x"), cfg())
+    q1 = next(i for i in pending if i.value == "q1?")
+    partly = plain(app.invoke(api.Command(resume={q1.id: "A"}), cfg()))
+    live = app.get_state(cfg())
+    record = list(app.get_state_history(cfg()))[0]
+    views = [
+        (live.next, live.values, plain(live.interrupts)),
+        (record.next, record.values, plain(record.interrupts)),
+    ]
+    (q2,) = live.interrupts
+    asked_first = plain(app.invoke(api.Command(resume={q2.id: "B"}), cfg()))
+    asked_second = plain(app.invoke(api.Command(resume="one"), cfg()))
+    done = app.invoke(api.Command(resume="two"), cfg())
+    return (
+        first, str(plain_resume.value), partly, views, asked_first, asked_second, done,
+        history_of(app),
+    )  # fmt: skip
+
+
+def replay_before_an_answer(api: SimpleNamespace) -> Any:
+    calls: list[str] = []
+    app = graphs.review(api, calls).compile(checkpointer=api.Saver())
+    app.invoke({"plan": "", "log": []}, cfg())
+    app.invoke(api.Command(resume="yes"), cfg())
+    before = next(s for s in app.get_state_history(cfg()) if s.next == ("review",))
+    calls.clear()
+    again = plain(app.invoke(None, before.config))
+    return again, calls, app.get_state(cfg()).next, history_of(app)
+
+
+def send_map_reduce(api: SimpleNamespace) -> Any:
+    app = graphs.map_reduce(api).compile(checkpointer=api.Saver())
+    result = app.invoke({"items": [1, 2, 3], "results": []}, cfg())
+    updates = list(app.stream({"items": [4], "results": []}, cfg("u"), stream_mode="updates"))
+    return result, sorted(map(repr, updates)), history_of(app)
+
+
+def command_from_nodes(api: SimpleNamespace) -> Any:
+    app = graphs.commands(api).compile(checkpointer=api.Saver())
+    return app.invoke({"log": []}, cfg()), history_of(app)
+
+
+def command_as_input(api: SimpleNamespace) -> Any:
+    app = graphs.linear(api).compile(checkpointer=api.Saver(), interrupt_before=["b"])
+    app.invoke({"x": 1, "log": []}, cfg())
+    resumed = app.invoke(api.Command(update={"x": 50}), cfg())
+    paused_view = next(s for s in app.get_state_history(cfg()) if s.next == ("b",))
+    jumped = graphs.linear(api).compile(checkpointer=api.Saver(), interrupt_before=["b"])
+    jumped.invoke({"x": 1, "log": []}, cfg("goto"))
+    went = jumped.invoke(api.Command(update={"log": ["jump"]}, goto="b"), cfg("goto"))
+    return resumed, paused_view.values, history_of(app), went, history_of(jumped, "goto")
+
+
+def update_with_pending_writes(api: SimpleNamespace) -> Any:
+    calls: list[str] = []
+    app = graphs.fan_out(api, calls, fail={"c"}).compile(checkpointer=api.Saver())
+    with pytest.raises(ValueError):
+        app.invoke({"log": []}, cfg())
+    updated = app.get_state(app.update_state(cfg(), {"log": ["fixed"]}, as_node="a"))
+    calls.clear()
+    result = app.invoke(None, cfg())
+    return updated.values, updated.next, result, sorted(calls), history_of(app)
+
+
 SCENARIOS: list[Scenario] = [
     linear_run,
     fan_out_run,
@@ -320,6 +423,13 @@ SCENARIOS: list[Scenario] = [
     no_checkpointer,
     breakpoints,
     missing_thread_state,
+    approval,
+    parallel_interrupts,
+    replay_before_an_answer,
+    send_map_reduce,
+    command_from_nodes,
+    command_as_input,
+    update_with_pending_writes,
 ]
 
 

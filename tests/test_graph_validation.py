@@ -124,7 +124,7 @@ def test_branch_returning_an_unknown_node_fails_the_run_clearly() -> None:
         lambda g: g.add_conditional_edges("a", lambda s: "q"),
     ).compile()
     with pytest.raises(
-        InvalidUpdateError, match="Branch 'condition' of node 'a' returned unknown node 'q'"
+        InvalidUpdateError, match="Branch 'condition' of node 'a' named unknown node 'q'"
     ):
         app.invoke({"x": 1})
 

@@ -21,6 +21,7 @@ from ttcli.graph.messages import (
     ToolMessage,
     add_messages,
 )
+from ttcli.runtime.commands import Command, Interrupt, Send, interrupt
 from ttcli.runtime.compiled import CompiledStateGraph
 from ttcli.runtime.types import PregelTask, StateSnapshot
 from ttcli.savers.base import BaseSaver, CheckpointTuple
@@ -33,12 +34,14 @@ __all__ = [
     "AIMessage",
     "BaseSaver",
     "CheckpointTuple",
+    "Command",
     "CompiledStateGraph",
     "END",
     "EmptyInputError",
     "GraphRecursionError",
     "HumanMessage",
     "InMemorySaver",
+    "Interrupt",
     "InvalidUpdateError",
     "MemorySaver",
     "Message",
@@ -46,6 +49,7 @@ __all__ = [
     "PregelTask",
     "RemoveMessage",
     "START",
+    "Send",
     "SqliteSaver",
     "StateGraph",
     "StateSnapshot",
@@ -53,4 +57,5 @@ __all__ = [
     "ToolMessage",
     "TtcliError",
     "add_messages",
+    "interrupt",
 ]

@@ -158,3 +158,16 @@ class BarrierChannel(Channel):
             self.value = []
             return True
         return False
+
+
+class Topic(Channel):
+    """Collects every value written in a superstep, for the next one only (Sends)."""
+
+    def update(self, values: Sequence[Any]) -> bool:
+        if not values:
+            if self.value is MISSING:
+                return False
+            self.value = MISSING
+            return True
+        self.value = list(values)
+        return True

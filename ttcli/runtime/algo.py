@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ttcli.graph.channels import Channel
-from ttcli.graph.constants import INTERRUPT, PULL
+from ttcli.graph.constants import INTERRUPT, PULL, PUSH, TASKS
 from ttcli.runtime.ids import task_id
 from ttcli.runtime.plan import GraphPlan, Write
 from ttcli.savers.base import Checkpoint
@@ -19,11 +19,14 @@ class Task:
 
     id: str
     name: str
-    path: tuple[str, ...]
+    #: ("__pregel_pull", name), or ("__pregel_push", index, False) for a Send
+    path: tuple[Any, ...]
     triggers: tuple[str, ...]
     writes: list[Write] = field(default_factory=list)
     #: what the node returned, as state keys (None if it returned None)
     output: dict[str, Any] | None = None
+    #: a Send's argument: the node's input instead of the state
+    arg: Any = None
 
     @property
     def path_text(self) -> str:
@@ -49,12 +52,22 @@ def prepare_tasks(
     step: int,
     namespace: str = "",
 ) -> list[Task]:
-    """The nodes due at `checkpoint`: those with a trigger newer than what they last saw.
-
-    Sorted by name so `next` and task order never depend on declaration or thread timing.
-    """
+    """The tasks due at `checkpoint`: one per Send written in the last superstep, then the
+    nodes with a trigger newer than what they last saw (sorted by name, so `next` never
+    depends on declaration order or thread timing)."""
     versions = checkpoint["channel_versions"]
     tasks = []
+    sends = channels[TASKS]
+    for index, send in enumerate(sends.get() if sends.is_available() else ()):
+        tasks.append(
+            Task(
+                id=task_id(checkpoint["id"], namespace, step, send.node, PUSH, str(index)),
+                name=send.node,
+                path=(PUSH, index, False),
+                triggers=(PUSH,),
+                arg=send.arg,
+            )
+        )
     for name in sorted(plan.nodes):
         seen = checkpoint["versions_seen"].get(name, {})
         fired = tuple(

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from ttcli.configs import RunnableConfig
 from ttcli.errors import ConfigError
+from ttcli.graph.constants import INTERRUPT
 from ttcli.graph.state import schema_types
 from ttcli.runtime import history, update
 from ttcli.runtime.loop import Run
@@ -56,27 +57,8 @@ class CompiledStateGraph:
         interrupt_after: Sequence[str] | None = None,
     ) -> Iterator[Any]:
         """Run the graph, yielding chunks; with several modes, (mode, chunk) pairs."""
-        modes = (stream_mode,) if isinstance(stream_mode, str) else tuple(stream_mode)
-        for mode in modes:
-            if mode not in STREAM_MODES:
-                raise ConfigError(
-                    f"Unknown stream_mode {mode!r}; use one of {', '.join(STREAM_MODES)}"
-                )
-        run = Run(
-            self,
-            input,
-            config,
-            interrupt_before=self.interrupt_before_nodes
-            if interrupt_before is None
-            else interrupt_before,
-            interrupt_after=self.interrupt_after_nodes
-            if interrupt_after is None
-            else interrupt_after,
-            modes=modes,
-        )
-        for mode, chunk in run.stream():
-            if mode in modes:
-                yield chunk if isinstance(stream_mode, str) else (mode, chunk)
+        run = self._run(input, config, stream_mode, interrupt_before, interrupt_after)
+        yield from self._chunks(run, stream_mode)
 
     def invoke(
         self,
@@ -87,19 +69,53 @@ class CompiledStateGraph:
         interrupt_before: Sequence[str] | None = None,
         interrupt_after: Sequence[str] | None = None,
     ) -> Any:
-        """Run the graph to the end (or a breakpoint) and return the final state."""
-        chunks = list(
-            self.stream(
-                input,
-                config,
-                stream_mode=stream_mode,
-                interrupt_before=interrupt_before,
-                interrupt_after=interrupt_after,
-            )
+        """Run the graph to the end (or a breakpoint) and return the final state.
+
+        A run paused by `interrupt()` returns the state plus `"__interrupt__"`: the
+        interrupts it waits on, each answered with `invoke(Command(resume=...), config)`.
+        """
+        run = self._run(input, config, stream_mode, interrupt_before, interrupt_after)
+        chunks = list(self._chunks(run, stream_mode))
+        if stream_mode != "values":
+            return chunks
+        if not chunks:
+            return None
+        if run.interrupts:
+            return {**chunks[-1], INTERRUPT: list(run.interrupts)}
+        return chunks[-1]
+
+    def _run(
+        self,
+        input: Any,  # noqa: A002
+        config: RunnableConfig | None,
+        stream_mode: str | Sequence[str],
+        interrupt_before: Sequence[str] | None,
+        interrupt_after: Sequence[str] | None,
+    ) -> Run:
+        for mode in _modes(stream_mode):
+            if mode not in STREAM_MODES:
+                raise ConfigError(
+                    f"Unknown stream_mode {mode!r}; use one of {', '.join(STREAM_MODES)}"
+                )
+        return Run(
+            self,
+            input,
+            config,
+            interrupt_before=self.interrupt_before_nodes
+            if interrupt_before is None
+            else interrupt_before,
+            interrupt_after=self.interrupt_after_nodes
+            if interrupt_after is None
+            else interrupt_after,
+            modes=_modes(stream_mode),
         )
-        if stream_mode == "values":
-            return chunks[-1] if chunks else None
-        return chunks
+
+    @staticmethod
+    def _chunks(run: Run, stream_mode: str | Sequence[str]) -> Iterator[Any]:
+        modes = _modes(stream_mode)
+        for mode, chunk in run.stream():
+            if mode in modes:
+                yield chunk if isinstance(stream_mode, str) else (mode, chunk)
 
     def get_state(self, config: RunnableConfig) -> StateSnapshot:
         return history.get_state(self.plan, self._saver(), config)
@@ -125,3 +141,7 @@ class CompiledStateGraph:
         if self.checkpointer is None:
             raise ConfigError("No checkpointer set")
         return self.checkpointer
+
+
+def _modes(stream_mode: str | Sequence[str]) -> tuple[str, ...]:
+    return (stream_mode,) if isinstance(stream_mode, str) else tuple(stream_mode)

@@ -15,9 +15,10 @@ from typing import Any
 from ttcli.configs import RunnableConfig
 from ttcli.errors import InvalidUpdateError
 from ttcli.graph.builder import Branch, StateGraph
-from ttcli.graph.channels import BarrierChannel, Channel, EphemeralValue
-from ttcli.graph.constants import END, START, branch_channel, join_channel
+from ttcli.graph.channels import BarrierChannel, Channel, EphemeralValue, Topic
+from ttcli.graph.constants import END, START, TASKS, branch_channel, join_channel
 from ttcli.graph.state import build_state, read_input
+from ttcli.runtime.commands import Command, Send
 
 Write = tuple[str, Any]
 
@@ -43,6 +44,7 @@ class GraphPlan:
         self.state_keys: dict[str, Channel] = dict(builder.channels)
         self.channels: dict[str, Channel] = dict(builder.channels)
         self.channels[START] = EphemeralValue(START)
+        self.channels[TASKS] = Topic(TASKS)
         joins: dict[str, list[str]] = {}
         for starts, end in sorted(builder.waiting_edges):
             channel = join_channel(starts, end)
@@ -90,14 +92,44 @@ class GraphPlan:
             keys, then its edges and branches.
         """
         spec = self.nodes[name]
-        updates = read_input(self.schema, output, self.state_keys)
+        goto: list[Write] = []
+        if isinstance(output, Command):
+            if output.graph is not None:
+                raise InvalidUpdateError(
+                    f"Node '{name}' returned Command(graph={output.graph!r}): "
+                    "ttcli graphs have no parent graph to send it to"
+                )
+            updates = read_input(self.schema, output.update, self.state_keys)
+            goto = self.goto_writes(f"Node '{name}'", output.destinations())
+        else:
+            updates = read_input(self.schema, output, self.state_keys)
         writes: list[Write] = list(updates.items())
         writes.extend(spec.edge_writes)
+        writes.extend(goto)
         if spec.branches:
             state = self._fresh_state(channels, updates)
             for branch in spec.branches:
                 writes.extend(self._branch_writes(name, branch, state, config))
         return (None if output is None else updates), writes
+
+    def goto_writes(self, who: str, destinations: list[str | Send]) -> list[Write]:
+        """Writes that start the named nodes (or Sends) in the next superstep."""
+        writes: list[Write] = []
+        for destination in destinations:
+            if isinstance(destination, Send):
+                self._check_node(who, destination.node)
+                writes.append((TASKS, destination))
+            elif destination != END:
+                self._check_node(who, destination)
+                writes.append((branch_channel(destination), None))
+        return writes
+
+    def _check_node(self, who: str, destination: Any) -> None:
+        if destination not in self.nodes or destination == START:
+            raise InvalidUpdateError(
+                f"{who} named unknown node {destination!r}; expected one of "
+                f"{sorted(n for n in self.nodes if n != START)} or END"
+            )
 
     def _fresh_state(self, channels: Mapping[str, Channel], updates: Mapping[str, Any]) -> Any:
         # a branch sees the state with its own node's writes applied, as in LangGraph
@@ -111,19 +143,10 @@ class GraphPlan:
     ) -> list[Write]:
         result = branch.path(state, config) if _takes_config(branch.path) else branch.path(state)
         picks = result if isinstance(result, list | tuple) else [result]
-        writes: list[Write] = []
-        for pick in picks:
-            destination = _resolve(name, branch, pick)
-            if destination == END:
-                continue
-            if destination not in self.nodes or destination == START:
-                raise InvalidUpdateError(
-                    f"Branch '{branch.name}' of node '{name}' returned unknown node "
-                    f"{destination!r}; expected one of "
-                    f"{sorted(n for n in self.nodes if n != START)} or END"
-                )
-            writes.append((branch_channel(destination), None))
-        return writes
+        destinations = [
+            pick if isinstance(pick, Send) else _resolve(name, branch, pick) for pick in picks
+        ]
+        return self.goto_writes(f"Branch '{branch.name}' of node '{name}'", destinations)
 
 
 def _resolve(name: str, branch: Branch, pick: Hashable) -> Any:

@@ -1,9 +1,9 @@
 """Building StateSnapshots from stored checkpoints: the record view and the live view.
 
 The record view (an explicit checkpoint id, every history entry) shows the state at the
-start of the superstep and every task it scheduled. The live view (`get_state` of the
-thread's head) also applies the writes of tasks that already finished, and `next` lists
-only what is left, as LangGraph 1.2 does.
+start of the superstep, every task it scheduled and every interrupt raised. The live view
+(`get_state` of the thread's head) also applies the writes of tasks that already finished;
+`next` lists only what is left and `interrupts` only what is unanswered, as LangGraph 1.2.
 """
 
 from __future__ import annotations
@@ -12,13 +12,12 @@ import copy
 from typing import Any
 
 from ttcli.configs import CheckpointRef, RunnableConfig
-from ttcli.graph.constants import ERROR, NO_WRITES
+from ttcli.graph.constants import INPUT
 from ttcli.runtime.algo import Task, apply_writes, prepare_tasks
+from ttcli.runtime.pending import TaskRecord, null_writes, records
 from ttcli.runtime.plan import GraphPlan
 from ttcli.runtime.types import PregelTask, StateSnapshot
 from ttcli.savers.base import Checkpoint, PendingWrite
-
-_SPECIAL = frozenset({ERROR, NO_WRITES, "__interrupt__", "__resume__", "__scheduled__"})
 
 
 def snapshot_of(
@@ -32,36 +31,42 @@ def snapshot_of(
     live: bool = False,
 ) -> StateSnapshot:
     channels = plan.restore(checkpoint["channel_values"])
+    checkpoint = copy.deepcopy(checkpoint)
+    if found := null_writes(pending_writes):
+        apply_writes(checkpoint, channels, [Task("", INPUT, (), (), writes=found)])
     namespace = CheckpointRef.from_config(config).checkpoint_ns
     tasks = prepare_tasks(plan, checkpoint, channels, int(metadata["step"]) + 1, namespace)
-    by_task: dict[str, list[PendingWrite]] = {}
-    for write in pending_writes:
-        by_task.setdefault(write[0], []).append(write)
+    by_task = records(pending_writes)
     finished: list[Task] = []
     described: list[PregelTask] = []
     for task in tasks:
-        writes = by_task.get(task.id, [])
-        errors = [value for _, chan, value in writes if chan == ERROR]
-        done = [(chan, value) for _, chan, value in writes if chan not in _SPECIAL]
-        ran = any(chan not in (ERROR, "__interrupt__") for _, chan, _ in writes)
-        if ran:
-            finished.append(Task(task.id, task.name, task.path, task.triggers, done))
+        record = by_task.get(task.id, TaskRecord())
+        if record.finished:
+            finished.append(Task(task.id, task.name, task.path, task.triggers, record.writes))
         described.append(
             PregelTask(
                 id=task.id,
                 name=task.name,
                 path=task.path,
-                error=str(errors[-1]) if errors else None,
-                result={chan: value for chan, value in done if chan in plan.state_keys}
-                if ran
+                error=record.error,
+                interrupts=record.interrupts,
+                result={c: v for c, v in record.writes if c in plan.state_keys}
+                if record.finished
                 else None,
             )
         )
     next_names = tuple(task.name for task in tasks)
-    if live and finished:
-        apply_writes(copy.deepcopy(checkpoint), channels, finished)
-        done_ids = {task.id for task in finished}
-        next_names = tuple(task.name for task in tasks if task.id not in done_ids)
+    interrupts = tuple(i for t in described for i in t.interrupts)
+    if live:
+        if finished:
+            apply_writes(checkpoint, channels, finished)
+        done = {task.id for task in finished}
+        next_names = tuple(task.name for task in tasks if task.id not in done)
+        interrupts = tuple(
+            waiting
+            for task in tasks
+            if (waiting := by_task.get(task.id, TaskRecord()).waiting_on(task)) is not None
+        )
     return StateSnapshot(
         values=plan.values(channels),
         next=next_names,
@@ -70,5 +75,5 @@ def snapshot_of(
         created_at=checkpoint["ts"],
         parent_config=parent_config,
         tasks=tuple(described),
-        interrupts=(),
+        interrupts=interrupts,
     )

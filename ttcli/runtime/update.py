@@ -10,9 +10,11 @@ from typing import Any
 
 from ttcli.configs import CheckpointRef, RunnableConfig
 from ttcli.errors import CheckpointNotFoundError, InvalidUpdateError
-from ttcli.graph.constants import COPY, END, INTERRUPT, PULL, START
+from ttcli.graph.constants import COPY, END, INPUT, INTERRUPT, PULL, RESUME, START
 from ttcli.runtime.algo import Task, apply_writes, empty_checkpoint, prepare_tasks
 from ttcli.runtime.checkpoints import checkpoint_metadata, new_checkpoint, new_versions
+from ttcli.runtime.commands import Command
+from ttcli.runtime.pending import answers, null_writes, records
 from ttcli.runtime.plan import GraphPlan
 from ttcli.savers.base import BaseSaver, Checkpoint
 
@@ -35,6 +37,25 @@ def update_state(
     step = int(saved.metadata["step"]) + 1 if saved else 0
     channels = plan.restore(checkpoint["channel_values"])
     parent = ref.at(saved.checkpoint["id"] if saved else None)
+    pending = list(saved.pending_writes or []) if saved else []
+    # of the base's pending writes only a Command's input update carries over, as in LangGraph
+    if found := null_writes(pending):
+        apply_writes(checkpoint, channels, [Task("", INPUT, (), (), writes=found)])
+    goto: list[tuple[str, Any]] = []
+    if isinstance(values, Command):
+        if values.resume is not None:
+            tasks = prepare_tasks(plan, checkpoint, channels, step, ref.checkpoint_ns)
+            answered = answers(tasks, records(pending), values.resume)
+            for task in tasks:
+                if task.id in answered:
+                    saver.put_writes(
+                        parent.to_config(), [(RESUME, answered[task.id])], task.id, task.path_text
+                    )
+            if values.update is None and not values.destinations():
+                # the answer waits on this checkpoint: invoke(None, thread) goes on with it
+                return parent.to_config()
+        goto = plan.goto_writes("Command", values.destinations())
+        values = values.update
     if as_node == COPY:
         if saved is None:
             raise InvalidUpdateError("Cannot copy a non-existent checkpoint")
@@ -57,6 +78,7 @@ def update_state(
         written = None
     else:
         updates, writes = plan.node_writes(node, values, channels, config)
+        writes += goto
         tasks = [Task(id="", name=node, path=(PULL, node), triggers=(INTERRUPT,), writes=writes)]
         written = {node: updates}
     before = dict(checkpoint["channel_versions"])

@@ -1,0 +1,108 @@
+"""Human-in-the-loop and dynamic routing: `interrupt`, `Command`, `Send`, `Interrupt`.
+
+Names and behaviour follow LangGraph's `langgraph.types`, so `from ttcli import interrupt,
+Command, Send` is the only change a ported graph needs.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ttcli.savers import serde
+
+
+@dataclass(frozen=True)
+class Interrupt:
+    """What a paused node asked for; answer it with `Command(resume=...)`."""
+
+    value: Any
+    #: answers a specific interrupt with `Command(resume={id: value})`
+    id: str
+    response_schema: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class Send:
+    """Run `node` with `arg` as its input in the next superstep (map-reduce fan-out)."""
+
+    node: str
+    arg: Any
+
+
+@dataclass(frozen=True)
+class Command:
+    """Returned by a node, or given as input: update the state, go to nodes, answer interrupts."""
+
+    graph: str | None = None
+    update: Any = None
+    resume: Any = None
+    goto: str | Send | Sequence[str | Send] = field(default=())
+
+    def destinations(self) -> list[str | Send]:
+        if isinstance(self.goto, str | Send):
+            return [self.goto]
+        return list(self.goto)
+
+
+# stored in channels and pending writes, so the saver may rebuild them
+serde.register(Interrupt, Send)
+
+
+class GraphInterrupt(Exception):  # noqa: N818 - LangGraph's name
+    """Raised inside a node by `interrupt()`: the run pauses; not an error."""
+
+    def __init__(self, interrupt: Interrupt) -> None:
+        super().__init__(interrupt)
+        self.interrupt = interrupt
+
+
+@dataclass
+class TaskScratchpad:
+    """What `interrupt()` needs to know about the task that calls it."""
+
+    name: str
+    task_id: str
+    #: answers given so far to this task's interrupts, in order
+    resume: list[Any]
+    count: int = 0
+
+
+_current: contextvars.ContextVar[TaskScratchpad] = contextvars.ContextVar("ttcli_task")
+
+
+def interrupt_id(name: str, task_id: str, index: int) -> str:
+    """The id of a task's `index`-th interrupt: the same every time the task is re-run."""
+    namespace = f"{name}:{task_id}" + (f"|{index}" if index else "")
+    return hashlib.blake2b(namespace.encode(), digest_size=16).hexdigest()
+
+
+def interrupt(value: Any) -> Any:
+    """Pause the run and hand `value` to a person; returns their answer once resumed.
+
+    The node runs again from its start when resumed; the n-th call to `interrupt` in it
+    returns the n-th answer.
+    """
+    try:
+        scratchpad = _current.get()
+    except LookupError:
+        raise RuntimeError(
+            "interrupt() can only be called inside a node of a running graph"
+        ) from None
+    index = scratchpad.count
+    scratchpad.count += 1
+    if index < len(scratchpad.resume):
+        return scratchpad.resume[index]
+    raise GraphInterrupt(Interrupt(value, interrupt_id(scratchpad.name, scratchpad.task_id, index)))
+
+
+def run_in_task(scratchpad: TaskScratchpad, func: Any, *args: Any, **kwargs: Any) -> Any:
+    """Call a node with `interrupt()` bound to its task."""
+    token = _current.set(scratchpad)
+    try:
+        return func(*args, **kwargs)
+    finally:
+        _current.reset(token)
