@@ -63,3 +63,17 @@ def test_readme_python_example_runs(capsys: pytest.CaptureFixture[str]) -> None:
         exec(compile(block, "README.md", "exec"), {})
     out = capsys.readouterr().out
     assert "loop 2 {'step': 2} () {'b': {'step': 2}}" in out
+
+
+def test_review_workflow_pauses_and_resumes(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TTCLI_DB", str(tmp_path / "review.db"))
+    runpy.run_module("fixtures.review_workflow", run_name="__main__", alter_sys=True)
+    assert capsys.readouterr().out.splitlines() == [
+        "paused at ('review',): {'question': 'Approve this plan?', "
+        "'plan': 'cancel the order (refund order 123)'}",
+        "['plan drafted', \"reviewer said 'yes'\", 'done: cancel the order (refund order 123)']",
+        "asked again about: refund order 123",
+        "['plan drafted', \"reviewer said 'yes'\", 'done: refund order 123']",
+    ]

@@ -19,6 +19,11 @@ def schema_channels(schema: type[Any]) -> dict[str, Channel]:
         hints = get_type_hints(schema, include_extras=True)
     except TypeError as exc:
         raise GraphDefinitionError(f"state schema {schema!r} has no type annotations") from exc
+    except NameError as exc:
+        raise GraphDefinitionError(
+            f"cannot read the type hints of state schema {schema.__qualname__}: {exc}; "
+            "import the names its annotations use in its module"
+        ) from exc
     if not hints:
         raise GraphDefinitionError(
             f"state schema {getattr(schema, '__name__', schema)!r} declares no keys; "

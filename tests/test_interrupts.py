@@ -1,0 +1,117 @@
+"""Interrupts, Command and Send: what ttcli adds to (or checks more than) LangGraph."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+import ttcli
+from tests import graphs
+from ttcli import END, START, Command, Send, StateGraph, interrupt
+from ttcli.errors import ConfigError, EmptyInputError, InvalidUpdateError
+from ttcli.savers.base import BaseSaver
+
+API = SimpleNamespace(
+    StateGraph=StateGraph, START=START, END=END, interrupt=interrupt, Command=Command, Send=Send
+)
+
+
+def cfg(thread: str = "t") -> dict[str, Any]:
+    return {"configurable": {"thread_id": thread}}
+
+
+def test_update_state_with_a_resume_answers_the_interrupt(saver: BaseSaver) -> None:
+    # seed 001 §5.3 answers a paused review this way; LangGraph 1.2 silently drops the answer
+    app = graphs.review(API).compile(checkpointer=saver)
+    app.invoke({"plan": "", "log": []}, cfg())
+    config = app.update_state(cfg(), Command(resume="approved"))
+    assert (
+        config["configurable"]["checkpoint_id"]
+        == app.get_state(cfg()).config["configurable"]["checkpoint_id"]
+    )
+    assert app.get_state(cfg()).interrupts == ()  # answered, not yet run
+    assert app.invoke(None, cfg())["log"] == ["plan", "review:approved", "act"]
+
+
+def test_the_interrupt_survives_a_restart_of_the_process(tmp_path: Any) -> None:
+    path = tmp_path / "review.db"
+    with ttcli.SqliteSaver.from_conn_string(path) as saver:
+        paused = (
+            graphs.review(API).compile(checkpointer=saver).invoke({"plan": "", "log": []}, cfg())
+        )
+    (asked,) = paused["__interrupt__"]
+    assert asked.value == {"question": "approve?", "plan": "refund order 123"}
+    with ttcli.SqliteSaver.from_conn_string(path) as saver:
+        app = graphs.review(API).compile(checkpointer=saver)
+        assert app.get_state(cfg()).interrupts == (asked,)
+        assert app.invoke(Command(resume={asked.id: "ok"}), cfg())["log"][-2:] == [
+            "review:ok",
+            "act",
+        ]
+
+
+def test_bad_resumes_are_clear_errors(saver: BaseSaver) -> None:
+    app = graphs.review(API).compile(checkpointer=saver)
+    app.invoke({"plan": "", "log": []}, cfg())
+    with pytest.raises(ConfigError, match="no pending interrupt has id '0{32}'; pending: \\['"):
+        app.invoke(Command(resume={"0" * 32: "x"}), cfg())
+    with pytest.raises(EmptyInputError, match="Received empty Command input"):
+        app.invoke(Command(), cfg())
+    with pytest.raises(
+        RuntimeError, match=r"Cannot use Command\(resume=\.\.\.\) without checkpointer"
+    ):
+        graphs.review(API).compile().invoke(Command(resume="x"))
+    assert app.get_state(cfg()).next == ("review",)
+
+
+def test_interrupt_outside_a_node_is_an_error() -> None:
+    with pytest.raises(RuntimeError, match="inside a node"):
+        interrupt("why?")
+
+
+def test_commands_and_sends_to_unknown_nodes_fail_clearly() -> None:
+    builder = StateGraph(graphs.LogState)
+    builder.add_node("a", lambda state: Command(goto="nowhere"))
+    builder.add_edge(START, "a")
+    with pytest.raises(InvalidUpdateError, match="Node 'a' named unknown node 'nowhere'"):
+        builder.compile().invoke({"log": []})
+    builder = StateGraph(graphs.LogState)
+    builder.add_node("a", lambda state: {})
+    builder.add_conditional_edges(START, lambda state: [Send("ghost", {})])
+    with pytest.raises(
+        InvalidUpdateError,
+        match="Branch 'condition' of node '__start__' named unknown node 'ghost'",
+    ):
+        builder.compile().invoke({"log": []})
+    builder = StateGraph(graphs.LogState)
+    builder.add_node("a", lambda state: Command(graph="PARENT"))
+    builder.add_edge(START, "a")
+    with pytest.raises(InvalidUpdateError, match="no parent graph"):
+        builder.compile().invoke({"log": []})
+
+
+def test_a_finished_sibling_is_not_run_again_when_the_interrupt_is_answered(
+    saver: BaseSaver,
+) -> None:
+    calls: list[str] = []
+
+    def slow(state: graphs.LogState) -> dict[str, Any]:
+        calls.append("slow")
+        return {"log": ["slow"]}
+
+    def ask(state: graphs.LogState) -> dict[str, Any]:
+        calls.append("ask")
+        return {"log": [f"ask={interrupt('go?')}"]}
+
+    builder = StateGraph(graphs.LogState)
+    builder.add_node("slow", slow)
+    builder.add_node("ask", ask)
+    builder.add_edge(START, "slow")
+    builder.add_edge(START, "ask")
+    app = builder.compile(checkpointer=saver)
+    app.invoke({"log": []}, cfg())
+    assert app.get_state(cfg()).values == {"log": ["slow"]}  # live view: slow's writes applied
+    assert app.invoke(Command(resume="yes"), cfg()) == {"log": ["ask=yes", "slow"]}
+    assert calls == ["ask", "slow", "ask"] or calls == ["slow", "ask", "ask"]
