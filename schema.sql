@@ -1,4 +1,4 @@
--- ttcli database format, version 1.
+-- ttcli database format, version 2.
 --
 -- One SQLite file holds any number of threads. Every checkpoint (a thread's state at one
 -- superstep boundary) is a row of `checkpoints`; the values it holds are stored once per
@@ -23,13 +23,16 @@
 -- ttcli applies this file to a new database and migrates older versions forward; a file whose
 -- user_version is newer than the one below is refused, never guessed at.
 
-PRAGMA user_version = 1;
+PRAGMA user_version = 2;
 
 -- A thread of checkpoints in one namespace ('' for the root graph).
 CREATE TABLE threads (
     thread_key     INTEGER PRIMARY KEY,
     thread_id      TEXT NOT NULL,
     checkpoint_ns  TEXT NOT NULL DEFAULT '',
+    info           TEXT,              -- JSON: what ttcli records about the thread, e.g. the
+                                      -- graph TARGET `ttcli run` ran ({"target": "app.py:graph"});
+                                      -- on the row of namespace '' (added in version 2)
     UNIQUE (thread_id, checkpoint_ns)
 );
 

@@ -254,3 +254,14 @@ def test_list_threads_by_prefix(saver: BaseSaver) -> None:
     assert found[1].latest_ts.endswith("+00:00")
     assert [t.thread_id for t in saver.list_threads("order%")] == []
     assert len(list(saver.list_threads())) == 4
+
+
+def test_thread_info_is_recorded_and_merged(saver: BaseSaver) -> None:
+    assert saver.get_thread_info("t") == {}
+    saver.set_thread_info("t", {"target": "app.py:graph", "n": 1})
+    saver.set_thread_info("t", {"n": 2})
+    put_chain(saver, steps=1)
+    assert saver.get_thread_info("t") == {"target": "app.py:graph", "n": 2}
+    assert saver.get_thread_info("other") == {}
+    saver.delete_thread("t")
+    assert saver.get_thread_info("t") == {}

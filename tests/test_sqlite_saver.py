@@ -26,7 +26,7 @@ from ttcli.errors import (
     SerializationError,
     StorageError,
 )
-from ttcli.savers import blobs, migrations, records, serde
+from ttcli.savers import blobs, records, serde
 from ttcli.savers.migrations import SCHEMA_VERSION
 from ttcli.savers.sqlite import SqliteSaver
 
@@ -62,7 +62,7 @@ def test_the_database_is_what_schema_sql_describes(db_path: Path) -> None:
     reference.executescript((ROOT / "schema.sql").read_text())
     created = sqlite3.connect(db_path)
     assert structure(created) == structure(reference)
-    assert created.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 1
+    assert created.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 2
     assert created.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
 
 
@@ -328,18 +328,23 @@ def test_the_graphs_own_types_come_back_as_themselves(db_path: Path) -> None:
     assert state.values == {"tickets": [Ticket("disk full", Priority.HIGH)]}
 
 
-def test_an_older_schema_is_migrated_forward(
-    db_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_version_1_file_is_migrated_forward(db_path: Path) -> None:
     with SqliteSaver.from_conn_string(db_path) as saver:
         put_chain(saver, steps=2)
-    monkeypatch.setattr(migrations, "SCHEMA_VERSION", 2)
-    monkeypatch.setitem(migrations.MIGRATIONS, 1, "ALTER TABLE threads ADD COLUMN note TEXT;")
+    conn = sqlite3.connect(db_path)
+    conn.execute("ALTER TABLE threads DROP COLUMN info")  # as version 1 made it
+    conn.execute("PRAGMA user_version = 1")
+    conn.commit()
+    conn.close()
     with SqliteSaver.from_conn_string(db_path) as saver:
         assert [t.metadata["step"] for t in saver.list(config())] == [0, -1]
-    conn = sqlite3.connect(db_path)
-    assert conn.execute("PRAGMA user_version").fetchone() == (2,)
-    assert "note" in [row[1] for row in conn.execute("PRAGMA table_info(threads)")]
+        saver.set_thread_info("t", {"target": "app.py:graph"})
+        assert saver.get_thread_info("t") == {"target": "app.py:graph"}
+    migrated = sqlite3.connect(db_path)
+    assert migrated.execute("PRAGMA user_version").fetchone() == (2,)
+    reference = sqlite3.connect(":memory:")
+    reference.executescript((ROOT / "schema.sql").read_text())
+    assert structure(migrated) == structure(reference)
 
 
 def test_a_lock_held_past_the_busy_timeout_is_a_clear_busy_error(db_path: Path) -> None:

@@ -8,14 +8,19 @@ Messages say what was wrong and which thing it was, in one line.
     ├── EmptyInputError                     nothing to run: no input and no saved state
     ├── GraphRecursionError (RecursionError) recursion_limit supersteps without finishing
     ├── ConfigError (ValueError)            a config the runtime cannot use
+    ├── InputError (ValueError)             a command-line value that cannot be used (JSON, ref...)
+    │   └── AmbiguousRefError               a ref prefix that several checkpoints share
     ├── InvalidFilterError (ValueError)     a history filter key that is not a plain name
     ├── SerializationError (TypeError)      a state value the saver cannot store (names its path)
     ├── StorageError                        the database file cannot be used as a ttcli database
     │   ├── SchemaVersionError              written by a newer ttcli
     │   ├── CorruptValueError               a stored value that does not decode
     │   └── DatabaseBusyError               still locked after the busy timeout (safe to retry)
-    └── NotFoundError (LookupError)
-        └── CheckpointNotFoundError         a checkpoint id that is not in the thread
+    ├── NotFoundError (LookupError)
+    │   ├── CheckpointNotFoundError         a checkpoint id that is not in the thread
+    │   ├── ThreadNotFoundError             a thread with no checkpoints
+    │   └── TargetNotFoundError             a graph TARGET that does not import
+    └── NodeError                           a node raised while the command line ran a graph
 
 Exception names and messages that LangGraph users catch (`InvalidUpdateError`,
 `GraphRecursionError`, `EmptyInputError`, `ValueError("No checkpointer set")`) keep
@@ -47,6 +52,22 @@ class GraphRecursionError(TtcliError, RecursionError):
 
 class ConfigError(TtcliError, ValueError):
     """The run config is missing something the runtime needs."""
+
+
+class InputError(TtcliError, ValueError):
+    """A value given on the command line that cannot be used as given."""
+
+
+class AmbiguousRefError(InputError):
+    """A checkpoint ref prefix that several checkpoints share."""
+
+    def __init__(self, text: str, thread_id: str, candidates: list[str]) -> None:
+        shown = ", ".join(candidates[:5]) + (", ..." if len(candidates) > 5 else "")
+        super().__init__(
+            f"checkpoint ref '{text}' is ambiguous in thread '{thread_id}': it starts "
+            f"{len(candidates)} ids ({shown}); give more characters"
+        )
+        self.candidates = candidates
 
 
 class InvalidFilterError(TtcliError, ValueError):
@@ -84,7 +105,26 @@ class NotFoundError(TtcliError, LookupError):
 class CheckpointNotFoundError(NotFoundError):
     """A checkpoint id that the thread does not hold."""
 
-    def __init__(self, checkpoint_id: str, thread_id: str) -> None:
-        super().__init__(f"checkpoint '{checkpoint_id}' not found in thread '{thread_id}'")
+    def __init__(self, checkpoint_id: str, thread_id: str, reason: str = "") -> None:
+        super().__init__(
+            f"checkpoint '{checkpoint_id}' not found in thread '{thread_id}'"
+            + (f": {reason}" if reason else "")
+        )
         self.checkpoint_id = checkpoint_id
         self.thread_id = thread_id
+
+
+class ThreadNotFoundError(NotFoundError):
+    """A thread that has no checkpoints."""
+
+    def __init__(self, thread_id: str) -> None:
+        super().__init__(f"thread '{thread_id}' not found: it has no checkpoints")
+        self.thread_id = thread_id
+
+
+class TargetNotFoundError(NotFoundError):
+    """A graph TARGET that does not import or names nothing usable."""
+
+
+class NodeError(TtcliError):
+    """A node of the graph raised; the thread keeps the error and can be resumed."""

@@ -8,16 +8,20 @@ checkpointer directly ports by changing imports.
 
 from __future__ import annotations
 
+import bisect
 import builtins
 import re
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, NamedTuple, TypedDict
 
 from ttcli.configs import CheckpointRef, RunnableConfig
 from ttcli.errors import InvalidFilterError
 
 FILTER_KEY = re.compile(r"^[A-Za-z0-9_.-]+$")
+
+#: Stands for a channel value that `list_metadata` did not read.
+NOT_LOADED: Any = type("NotLoaded", (), {"__repr__": lambda self: "NOT_LOADED"})()
 
 #: A pending write: (task_id, channel, value).
 PendingWrite = tuple[str, str, Any]
@@ -196,8 +200,31 @@ class BaseSaver(ABC):
         """
 
     @abstractmethod
+    def get_thread_info(self, thread_id: str) -> dict[str, Any]:
+        """What was recorded about a thread with `set_thread_info` (empty if nothing)."""
+
+    @abstractmethod
+    def set_thread_info(self, thread_id: str, info: Mapping[str, Any]) -> None:
+        """Record JSON-compatible facts about a thread (merged into what is there)."""
+
+    @abstractmethod
     def list_threads(self, prefix: str = "") -> Iterator[ThreadSummary]:
         """Every thread (per namespace) whose id starts with `prefix`, ordered by id."""
+
+    def neighbour_ids(self, config: RunnableConfig, checkpoint_ids: Iterable[str]) -> set[str]:
+        """The ids right before and after each given one in the thread (by id order): all it
+        takes to abbreviate ids uniquely. Backends with an index override this."""
+        ids = sorted(t.checkpoint["id"] for t in self.list_metadata(config))
+        found = set()
+        for checkpoint_id in checkpoint_ids:
+            at = bisect.bisect_left(ids, checkpoint_id)
+            found.update(ids[max(at - 1, 0) : at + 2])
+        return found
+
+    def thread_bytes(self, config: RunnableConfig) -> int | None:
+        """Bytes the config's thread (and namespace) takes in storage, if the backend can
+        tell; None otherwise."""
+        return None
 
     def get(self, config: RunnableConfig) -> Checkpoint | None:
         found = self.get_tuple(config)

@@ -42,6 +42,7 @@ class InMemorySaver(BaseSaver):
 
     def __init__(self) -> None:
         self._threads: dict[_Key, dict[str, _Stored]] = {}
+        self._info: dict[str, dict[str, Any]] = {}
         self._lock = threading.RLock()
 
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
@@ -135,6 +136,7 @@ class InMemorySaver(BaseSaver):
         with self._lock:
             for key in [key for key in self._threads if key[0] == thread_id]:
                 del self._threads[key]
+            self._info.pop(thread_id, None)
 
     def delete_checkpoints(self, config: RunnableConfig, checkpoint_ids: Sequence[str]) -> None:
         ref = self.ref(config)
@@ -144,6 +146,14 @@ class InMemorySaver(BaseSaver):
                 thread.pop(checkpoint_id, None)
             if not thread:
                 self._threads.pop((ref.thread_id, ref.checkpoint_ns), None)
+
+    def get_thread_info(self, thread_id: str) -> dict[str, Any]:
+        with self._lock:
+            return copy.deepcopy(self._info.get(thread_id, {}))
+
+    def set_thread_info(self, thread_id: str, info: Mapping[str, Any]) -> None:
+        with self._lock:
+            self._info.setdefault(thread_id, {}).update(copy.deepcopy(dict(info)))
 
     def list_threads(self, prefix: str = "") -> Iterator[ThreadSummary]:
         with self._lock:

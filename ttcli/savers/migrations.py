@@ -7,10 +7,12 @@ from importlib import resources
 
 from ttcli.errors import SchemaVersionError, StorageError
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 #: upgrade steps: MIGRATIONS[v] turns a version-v database into version v + 1
-MIGRATIONS: dict[int, str] = {}
+MIGRATIONS: dict[int, str] = {
+    1: "ALTER TABLE threads ADD COLUMN info TEXT;",
+}
 
 
 def schema_sql() -> str:

@@ -28,6 +28,7 @@ from ttcli.errors import (
     StorageError,
 )
 from ttcli.savers.base import (
+    NOT_LOADED,
     WRITES_IDX_MAP,
     BaseSaver,
     Checkpoint,
@@ -50,6 +51,7 @@ from ttcli.savers.records import (
     pack_parent,
     unpack_parent,
 )
+from ttcli.savers.serde import Ref
 from ttcli.uuid6 import id_micros
 
 DEFAULT_BUSY_TIMEOUT = 30.0  # seconds a writer waits for another before giving up
@@ -123,6 +125,20 @@ ORDER BY checkpoint_id
 LIMIT 1
 """
 
+_BEFORE_ID = """
+SELECT max(checkpoint_id)
+FROM checkpoints
+WHERE thread_key = :thread_key
+  AND checkpoint_id < :checkpoint_id
+"""
+
+_AFTER_ID = """
+SELECT min(checkpoint_id)
+FROM checkpoints
+WHERE thread_key = :thread_key
+  AND checkpoint_id > :checkpoint_id
+"""
+
 _DELETE_PENDING = """
 DELETE FROM writes
 WHERE thread_key = :thread_key
@@ -192,6 +208,15 @@ class SqliteSaver(BaseSaver):
             saver.close()
 
     open = from_conn_string
+
+    def vacuum(self) -> None:
+        """Give free pages back to the file system (rewrites the file; takes a write lock)."""
+        with self._lock:
+            try:
+                self.conn.execute("VACUUM")
+                self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            except sqlite3.Error as exc:
+                raise storage_error(exc, self.path) from None
 
     def close(self) -> None:
         with self._lock:
@@ -266,8 +291,10 @@ class SqliteSaver(BaseSaver):
         before: RunnableConfig | None = None,
         limit: int | None = None,
     ) -> builtins.list[CheckpointTuple]:
-        """Like `list`, without reading a single stored value: checkpoints come without
-        channel values or pending writes, and metadata.writes maps each node to None."""
+        """Like `list`, without reading a single stored value: values stored apart from the
+        checkpoint row read as NOT_LOADED (small ones, such as the triggers that say what
+        runs next, are there), there are no pending writes, and metadata.writes maps each
+        node to None."""
         query, params = self._list_query(config, filter, before, limit)
         with self.read() as conn:
             rows = conn.execute(query, params).fetchall()
@@ -438,6 +465,72 @@ class SqliteSaver(BaseSaver):
             if not self._ids(conn, thread_key):
                 conn.execute("DELETE FROM threads WHERE thread_key = ?", (thread_key,))
         self.forget()
+
+    def neighbour_ids(self, config: RunnableConfig, checkpoint_ids: Iterable[str]) -> set[str]:
+        ref = self.ref(config)
+        found: set[str] = set()
+        with self.read() as conn:
+            thread_key = self._thread_key(conn, ref)
+            for checkpoint_id in checkpoint_ids:
+                key = _id_bytes(checkpoint_id)
+                if thread_key is None or key is None:
+                    continue
+                params = {"thread_key": thread_key, "checkpoint_id": key}
+                for query in (_BEFORE_ID, _AFTER_ID):
+                    (near,) = conn.execute(query, params).fetchone()
+                    if near is not None:
+                        found.add(_id_text(near))
+        return found
+
+    def thread_bytes(self, config: RunnableConfig) -> int | None:
+        """Bytes of the thread's rows and of every value they need."""
+        ref = self.ref(config)
+        with self.read() as conn:
+            thread_key = self._thread_key(conn, ref)
+            if thread_key is None:
+                return 0
+            (rows,) = conn.execute(
+                "SELECT coalesce(sum(length(checkpoint_id) + coalesce(length(parent_id), 0) "
+                "+ length(source) + 8 + coalesce(length(writers), 0) "
+                "+ coalesce(length(metadata), 0) + length(state) "
+                "+ coalesce(length(parent_writes), 0)), 0) FROM checkpoints WHERE thread_key = ?",
+                (thread_key,),
+            ).fetchone()
+            (pending,) = conn.execute(
+                "SELECT coalesce(sum(length(tasks)), 0) FROM writes WHERE thread_key = ?",
+                (thread_key,),
+            ).fetchone()
+            keys = sorted(
+                self.blobs.reachable(self._refs(conn, thread_key, self._ids(conn, thread_key)))
+            )
+            values = sum(
+                conn.execute(
+                    f"SELECT coalesce(sum(length(value)), 0) FROM blobs "
+                    f"WHERE blob_key IN ({','.join('?' * len(chunk))})",
+                    chunk,
+                ).fetchone()[0]
+                for chunk in _chunks(keys)
+            )
+        return int(rows) + int(pending) + int(values)
+
+    def get_thread_info(self, thread_id: str) -> dict[str, Any]:
+        with self.read() as conn:
+            row = conn.execute(
+                "SELECT info FROM threads WHERE thread_id = ? AND checkpoint_ns = ''", (thread_id,)
+            ).fetchone()
+        return json.loads(row[0]) if row and row[0] else {}
+
+    def set_thread_info(self, thread_id: str, info: Mapping[str, Any]) -> None:
+        with self.write() as conn:
+            thread_key = self._thread_key(conn, CheckpointRef(thread_id), create=True)
+            (stored,) = conn.execute(
+                "SELECT info FROM threads WHERE thread_key = ?", (thread_key,)
+            ).fetchone()
+            merged = {**json.loads(stored or "{}"), **info}
+            conn.execute(
+                "UPDATE threads SET info = ? WHERE thread_key = ?",
+                (json.dumps(merged, ensure_ascii=False, sort_keys=True), thread_key),
+            )
 
     def list_threads(self, prefix: str = "") -> Iterator[ThreadSummary]:
         # the prefix is matched with a range, so the threads index is used and no LIKE
@@ -652,7 +745,7 @@ class SqliteSaver(BaseSaver):
          source, step, other, _state) = row  # fmt: skip
         state = self._state(self.conn, thread_key, checkpoint_id)
         assert state is not None
-        load = self.blobs.load if values else _skip
+        load = self.blobs.load
         load_value = self.blobs.load_value if values else _skip
         writes = None if state.writes is None else {n: load_value(e) for n, e in state.writes}
         pending: builtins.list[PendingWrite] = []
@@ -673,10 +766,10 @@ class SqliteSaver(BaseSaver):
                 UTC,
             ).isoformat(),
             channel_values={
-                name: load(entry[1]) for name, entry in state.channels.items() if len(entry) == 2
-            }
-            if values
-            else {},
+                name: load(entry[1]) if values or not _stored_apart(entry[1]) else NOT_LOADED
+                for name, entry in state.channels.items()
+                if len(entry) == 2
+            },
             channel_versions={n: e[0] for n, e in state.channels.items() if e[0] is not None},
             # copies: the resolved state is cached and callers may change what they get
             versions_seen={node: dict(seen) for node, seen in state.versions_seen.items()},
@@ -695,6 +788,12 @@ class SqliteSaver(BaseSaver):
 
 def _skip(entry: Any) -> None:
     return None
+
+
+def _stored_apart(entry: Any) -> bool:
+    return isinstance(entry, Ref) or (
+        type(entry) is dict and any(isinstance(v, Ref) for v in entry.values())
+    )
 
 
 def _in_order(tasks: Pending) -> Iterator[tuple[str, str, str, Any]]:

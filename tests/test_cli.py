@@ -1,0 +1,440 @@
+"""The command line, through click's CliRunner on real SQLite files: outputs and exit codes."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner, Result
+
+from ttcli.cli import cli
+
+ROOT = Path(__file__).parent.parent
+ORDER_AGENT = f"{ROOT}/fixtures/order_agent.py:graph"
+REVIEW = f"{ROOT}/fixtures/review_workflow.py:builder"
+ORDER = {"request": "Please refund order 123, it arrived broken.", "tool_result": "", "log": []}
+
+GRAPHS = textwrap.dedent(
+    """
+    import operator
+    from typing import Annotated, TypedDict
+    from ttcli import StateGraph, START, END
+
+    class S(TypedDict):
+        log: Annotated[list, operator.add]
+
+    def boom(state):
+        raise ValueError("boom in b")
+
+    failing = StateGraph(S)
+    failing.add_node("a", lambda s: {"log": ["a"]})
+    failing.add_node("b", boom)
+    failing.add_edge(START, "a")
+    failing.add_edge("a", "b")
+
+    not_a_graph = 42
+    """
+)
+
+
+def ttcli(db: Path, *args: str, stdin: str | None = None) -> Result:
+    result = CliRunner().invoke(cli, ["--db", str(db), *args], input=stdin)
+    assert "Traceback" not in result.output + result.stderr
+    return result
+
+
+def data(result: Result) -> Any:
+    assert result.exit_code in (0, 4), result.stderr
+    return json.loads(result.stdout)
+
+
+def dump(db: Path) -> list[tuple[Any, ...]]:
+    """Everything stored, to show that a failing command changed nothing."""
+    conn = sqlite3.connect(db)
+    tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+    return [(t, sorted(conn.execute(f"SELECT * FROM {t}").fetchall(), key=repr)) for t in tables]
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Path:
+    """A database holding thread order:123, where the agent cancelled instead of refunding."""
+    path = tmp_path / "ttcli.db"
+    result = ttcli(
+        path, "run", ORDER_AGENT, "--thread", "order:123", "--input", json.dumps(ORDER), "--json"
+    )
+    assert result.exit_code == 0, result.stderr
+    return path
+
+
+@pytest.fixture
+def graphs_file(tmp_path: Path) -> Path:
+    path = tmp_path / "graphs.py"
+    path.write_text(GRAPHS)
+    return path
+
+
+def test_run_prints_the_final_state(db: Path) -> None:
+    result = ttcli(db, "run", ORDER_AGENT, "--thread", "o2", "--input", json.dumps(ORDER), "--json")
+    outcome = data(result)
+    assert (outcome["status"], outcome["next"], outcome["waiting"]) == ("done", [], [])
+    assert outcome["values"]["reply"] == "Done: order 123 cancelled."
+    table = ttcli(db, "run", ORDER_AGENT, "--thread", "o3", "--input", json.dumps(ORDER))
+    assert table.stdout.startswith("done at ")
+    assert '  reply: "Done: order 123 cancelled."' in table.stdout.splitlines()
+
+
+def test_run_reads_input_from_a_file_or_stdin(db: Path, tmp_path: Path) -> None:
+    (tmp_path / "order.json").write_text(json.dumps(ORDER))
+    from_file = ttcli(
+        db, "run", ORDER_AGENT, "-t", "f", "--input", f"@{tmp_path / 'order.json'}", "--json"
+    )
+    from_stdin = ttcli(
+        db, "run", ORDER_AGENT, "-t", "s", "--input", "-", "--json", stdin=json.dumps(ORDER)
+    )
+    assert data(from_file)["values"]["reply"] == data(from_stdin)["values"]["reply"]
+
+
+def test_run_streams_updates_as_json_lines(db: Path) -> None:
+    result = ttcli(
+        db,
+        "run",
+        ORDER_AGENT,
+        "-t",
+        "s",
+        "--input",
+        json.dumps(ORDER),
+        "--stream",
+        "--format",
+        "jsonl",
+    )
+    lines = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [list(line)[0] for line in lines[:-1]] == ["understand", "plan", "call_tool", "respond"]
+    assert lines[-1]["status"] == "done"
+
+
+def test_history_table(db: Path) -> None:
+    lines = ttcli(db, "history", "--thread", "order:123").stdout.splitlines()
+    assert lines[0].split() == [
+        "checkpoint",
+        "step",
+        "source",
+        "next",
+        "writes",
+        "created_at",
+        "parent",
+    ]
+    rows = [line.split() for line in lines[2:]]
+    assert [(r[1], r[2], r[3], r[4]) for r in rows] == [
+        ("4", "loop", "-", "respond"),
+        ("3", "loop", "respond", "call_tool"),
+        ("2", "loop", "call_tool", "plan"),
+        ("1", "loop", "plan", "understand"),
+        ("0", "loop", "understand", "-"),
+        ("-1", "input", "__start__", "__start__"),
+    ]
+    assert [r[-1] for r in rows[:-1]] == [r[0] for r in rows[1:]]  # short parent ids
+    assert rows[-1][-1] == "-"
+
+
+def test_history_json_filters_before_and_limit(db: Path) -> None:
+    full = data(ttcli(db, "history", "-t", "order:123", "--json"))
+    assert set(full[0]) == {
+        "checkpoint_id", "parent_checkpoint_id", "step", "source", "next", "writes", "created_at", "metadata"
+    }  # fmt: skip
+    assert full[0]["parent_checkpoint_id"] == full[1]["checkpoint_id"]
+    loops = data(
+        ttcli(
+            db,
+            "history",
+            "-t",
+            "order:123",
+            "--filter",
+            "source=loop",
+            "--filter",
+            "step=3",
+            "--json",
+        )
+    )
+    assert [e["step"] for e in loops] == [3]
+    older = data(
+        ttcli(db, "history", "-t", "order:123", "--before", "latest~2", "--limit", "2", "--json")
+    )
+    assert [e["step"] for e in older] == [1, 0]
+    jsonl = ttcli(db, "history", "-t", "order:123", "--format", "jsonl").stdout.splitlines()
+    assert [json.loads(line)["step"] for line in jsonl] == [4, 3, 2, 1, 0, -1]
+    csv_lines = ttcli(
+        db, "history", "-t", "order:123", "--format", "csv", "--limit", "1"
+    ).stdout.splitlines()
+    assert (
+        csv_lines[0]
+        == "checkpoint_id,parent_checkpoint_id,step,source,next,writes,created_at,metadata"
+    )
+    assert len(csv_lines) == 2
+
+
+def test_refs_by_prefix_and_ancestry(db: Path) -> None:
+    full = data(ttcli(db, "history", "-t", "order:123", "--json"))
+    by_prefix = data(ttcli(db, "show", full[2]["checkpoint_id"][:18], "-t", "order:123", "--json"))
+    by_tilde = data(ttcli(db, "show", "latest~2", "-t", "order:123", "--json"))
+    assert by_prefix["checkpoint_id"] == by_tilde["checkpoint_id"] == full[2]["checkpoint_id"]
+    ambiguous = ttcli(db, "show", full[0]["checkpoint_id"][:8], "-t", "order:123")
+    assert ambiguous.exit_code == 2
+    assert ambiguous.stderr.startswith(
+        f"Error: checkpoint ref '{full[0]['checkpoint_id'][:8]}' is ambiguous"
+    )
+
+
+def test_show_a_checkpoint_in_full(db: Path) -> None:
+    shown = data(ttcli(db, "show", "latest~2", "-t", "order:123", "--json"))
+    assert shown["step"] == 2 and shown["next"] == ["call_tool"]
+    assert shown["writes"] == {"plan": {"tool": "cancel_order", "log": ["plan: call cancel_order"]}}
+    assert shown["values"]["tool"] == "cancel_order"
+    assert [(t["name"], t["result"]["tool_result"]) for t in shown["tasks"]] == [
+        ("call_tool", "order 123 cancelled")
+    ]
+    assert len(shown["children"]) == 1
+    channel = data(ttcli(db, "show", "latest~2", "-t", "order:123", "--channel", "tool", "--json"))
+    assert channel == {"tool": "cancel_order"}
+    table = ttcli(db, "show", "-t", "order:123").stdout
+    assert "next        - (done)" in table and '  reply: "Done: order 123 cancelled."' in table
+
+
+def test_diff_two_checkpoints(db: Path) -> None:
+    changed = data(ttcli(db, "diff", "latest~3", "latest~2", "-t", "order:123", "--json"))
+    assert changed["changes"] == [
+        {"path": "log[1]", "kind": "appended", "old": None, "new": "plan: call cancel_order"},
+        {"path": "tool", "kind": "added", "old": None, "new": "cancel_order"},
+    ]
+    assert changed["next"] == {"from": ["plan"], "to": ["call_tool"]}
+    text = ttcli(db, "diff", "latest~3", "latest~2", "-t", "order:123").stdout
+    assert (
+        '+ tool: "cancel_order"' in text
+        and '+ log[1] (appended): "plan: call cancel_order"' in text
+    )
+    assert (
+        ttcli(db, "diff", "latest~3", "latest~2", "-t", "order:123", "--exit-code").exit_code == 1
+    )
+    same = ttcli(db, "diff", "latest", "latest", "-t", "order:123", "--exit-code")
+    assert same.exit_code == 0 and "values: no difference" in same.stdout
+
+
+def test_update_dry_run_changes_nothing_then_update_and_replay_fix_the_run(db: Path) -> None:
+    before = dump(db)
+    dry = data(ttcli(db, "update", "-t", "order:123", "--at", "latest~3", "--as-node", "plan",
+                     "--set", "tool=refund_order", "--dry-run", "--json"))  # fmt: skip
+    assert (dry["checkpoint_id"], dry["next"]) == (None, ["call_tool"])
+    assert dump(db) == before
+    wrote = data(ttcli(db, "update", "-t", "order:123", "--at", "latest~3", "--as-node", "plan",
+                       "--values", '{"tool": "refund_order"}', "--json"))  # fmt: skip
+    plan = data(ttcli(db, "replay", wrote["checkpoint_id"], "-t", "order:123", "--plan", "--json"))
+    assert plan["runs"] == ["call_tool"]
+    replayed = data(ttcli(db, "replay", wrote["checkpoint_id"], "-t", "order:123", "--json"))
+    assert replayed["values"]["reply"] == "Done: order 123 refunded: 42.00 EUR."
+    assert "|/" in ttcli(db, "tree", "-t", "order:123").stdout
+
+
+def test_fork_in_the_thread_or_into_a_new_one(db: Path) -> None:
+    forked = data(ttcli(db, "fork", "latest~2", "-t", "order:123", "--json"))
+    head = data(ttcli(db, "show", "-t", "order:123", "--json"))
+    assert (head["checkpoint_id"], head["source"], head["next"]) == (
+        forked["checkpoint_id"],
+        "fork",
+        ["call_tool"],
+    )
+    copied = data(
+        ttcli(db, "fork", "latest~3", "-t", "order:123", "--to-thread", "order:123-b", "--json")
+    )
+    assert copied["thread_id"] == "order:123-b"
+    entries = data(ttcli(db, "history", "-t", "order:123-b", "--json"))
+    # latest~3 counts back from the new fork: old step 0, so the copy is input and step 0
+    assert len(entries) == 2 and entries[0]["metadata"] == {"copied_from": "order:123"}
+
+
+def test_pause_and_resume(tmp_path: Path) -> None:
+    db = tmp_path / "review.db"
+    request = json.dumps({"request": "refund 7", "plan": "", "log": []})
+    paused = ttcli(db, "run", REVIEW, "-t", "r", "--input", request, "--json")
+    assert paused.exit_code == 4
+    outcome = data(paused)
+    assert outcome["status"] == "paused" and outcome["waiting"][0]["node"] == "review"
+    asked = outcome["waiting"][0]["interrupts"][0]
+    assert asked["value"] == {
+        "question": "Approve this plan?",
+        "plan": "cancel the order (refund 7)",
+    }
+    threads = data(ttcli(db, "threads", "--json"))
+    assert [(t["thread_id"], t["status"]) for t in threads] == [("r", "paused")]
+    resumed = ttcli(db, "resume", "-t", "r", "--value", '"yes"', "--id", asked["id"][:6], "--json")
+    assert resumed.exit_code == 0
+    assert data(resumed)["values"]["log"][-1] == "done: cancel the order (refund 7)"
+    assert data(resumed)["graph"] == REVIEW
+
+
+def test_a_failing_node_exits_1_and_the_thread_shows_the_error(
+    tmp_path: Path, graphs_file: Path
+) -> None:
+    db = tmp_path / "f.db"
+    failed = ttcli(db, "run", f"{graphs_file}:failing", "-t", "f", "--input", '{"log": []}')
+    assert failed.exit_code == 1
+    assert failed.stderr == (
+        "Error: node 'b' raised ValueError: boom in b (the thread keeps the error; "
+        "`ttcli show latest --thread f` shows it)\n"
+    )
+    assert data(ttcli(db, "threads", "--json"))[0]["status"] == "failed"
+    shown = data(ttcli(db, "show", "-t", "f", "--json"))
+    assert shown["tasks"][0]["error"] == "ValueError('boom in b')"
+
+
+def test_prune_plans_then_deletes_and_archives(db: Path, tmp_path: Path) -> None:
+    for thread in ("a", "b"):
+        ttcli(db, "run", ORDER_AGENT, "-t", thread, "--input", json.dumps(ORDER))
+    before = dump(db)
+    plan = ttcli(db, "prune", "--older-than", "0s", "--keep-last", "2")
+    assert plan.exit_code == 0 and dump(db) == before
+    assert plan.stdout.splitlines()[-1].startswith(
+        "would prune 12 checkpoints in 3 threads, about "
+    )
+    assert plan.stderr == "nothing was deleted: add --yes to delete\n"
+    archive = tmp_path / "archive.db"
+    done = data(
+        ttcli(
+            db,
+            "prune",
+            "--older-than",
+            "0s",
+            "--keep-last",
+            "2",
+            "--archive",
+            str(archive),
+            "--yes",
+            "--json",
+        )
+    )
+    assert (done["done"], done["threads"], done["checkpoints"], done["archived"]) == (
+        True,
+        3,
+        12,
+        12,
+    )
+    assert done["bytes"] > 0
+    assert len(data(ttcli(db, "history", "-t", "a", "--json"))) == 2
+    assert len(data(ttcli(archive, "history", "-t", "a", "--json"))) == 4
+    idle = ttcli(db, "prune", "--idle", "0s", "--prefix", "a", "--yes", "--vacuum")
+    assert idle.stdout.startswith("pruned 2 checkpoints in 1 threads, freed ")
+    assert [t["thread_id"] for t in data(ttcli(db, "threads", "--json"))] == ["b", "order:123"]
+
+
+BAD_INPUTS = [
+    ("malformed-json", ["run", ORDER_AGENT, "-t", "x", "--input", "{bad"], 2,
+     "Error: invalid JSON in --input: Expecting property name enclosed in double quotes at line 1 column 2\n"),
+    ("unknown-thread", ["history", "-t", "nobody"], 3, "Error: thread 'nobody' not found: it has no checkpoints\n"),
+    ("unknown-ref", ["show", "abcdef12", "-t", "order:123"], 3,
+     "Error: checkpoint 'abcdef12' not found in thread 'order:123'\n"),
+    ("not-a-ref", ["show", "yesterday", "-t", "order:123"], 2,
+     "Error: invalid checkpoint ref 'yesterday': use a checkpoint id, a unique prefix of one, or latest, optionally followed by ~N\n"),
+    ("too-far-back", ["show", "latest~9", "-t", "order:123"], 3,
+     "Error: checkpoint 'latest~9' not found in thread 'order:123': 9 back from latest passes its first checkpoint after 5\n"),
+    ("bad-duration", ["prune", "--older-than", "7 days"], 2,
+     "Error: invalid duration '7 days': use a number and a unit (90s, 30m, 12h, 7d, 2w) or an ISO date such as 2026-11-01\n"),
+    ("bad-filter-key", ["history", "-t", "order:123", "--filter", "source') OR 1>0 --=x"], 2,
+     "Error: Invalid filter key: \"source') OR 1>0 --\". Filter keys must contain only alphanumeric characters, underscores, dots, and hyphens.\n"),
+    ("bad-filter", ["history", "-t", "order:123", "--filter", "nokey"], 2, "Error: invalid --filter 'nokey': use KEY=VALUE\n"),
+    ("unknown-as-node", ["update", "-t", "order:123", "--as-node", "nope", "--set", "x=1"], 2,
+     "Error: Node nope does not exist\n"),
+    ("missing-target", ["run", "no_such_module:graph", "-t", "x", "--input", "{}"], 3,
+     "Error: graph TARGET 'no_such_module:graph' does not import: ModuleNotFoundError: No module named 'no_such_module'\n"),
+    ("target-not-a-graph", ["run", "{graphs}:not_a_graph", "-t", "x", "--input", "{}"], 3,
+     "Error: graph TARGET '{graphs}:not_a_graph' is a int, not a StateGraph, a compiled graph or a function returning one\n"),
+    ("update-both-ways", ["update", "-t", "order:123", "--as-node", "plan", "--set", "a=1", "--values", "{}"], 2, None),
+    ("bad-limit", ["history", "-t", "order:123", "--limit", "0"], 2, None),
+    ("unknown-option", ["history", "-t", "order:123", "--colour"], 2, None),
+    ("resume-nothing-waits", ["resume", "-t", "order:123", "--value", "1", "--id", "ab"], 2,
+     "Error: interrupt id 'ab' matches 0 of the interrupts thread 'order:123' waits on (none)\n"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("name", "args", "code", "stderr"), BAD_INPUTS, ids=[c[0] for c in BAD_INPUTS]
+)
+def test_bad_input_is_one_clear_line_and_changes_nothing(
+    db: Path, graphs_file: Path, name: str, args: list[str], code: int, stderr: str | None
+) -> None:
+    before = dump(db)
+    result = ttcli(db, *[a.replace("{graphs}", str(graphs_file)) for a in args])
+    assert result.exit_code == code, result.stderr
+    if stderr is not None:
+        assert result.stderr == stderr.replace("{graphs}", str(graphs_file))
+    else:
+        assert result.stderr.splitlines()[-1].startswith("Error: ")
+    assert result.stdout == ""
+    assert dump(db) == before
+
+
+def test_files_that_are_not_ttcli_databases_exit_6_untouched(tmp_path: Path) -> None:
+    text = tmp_path / "notes.txt"
+    text.write_text("not a database\n" * 100)
+    other = tmp_path / "other.db"
+    conn = sqlite3.connect(other)
+    conn.execute("CREATE TABLE t (x)")
+    conn.commit()
+    conn.close()
+    for path in (text, other):
+        before = path.read_bytes()
+        result = ttcli(path, "threads")
+        assert result.exit_code == 6
+        assert (
+            result.stderr
+            == f"Error: {path} is not a ttcli database " + result.stderr.split(" database ", 1)[1]
+        )
+        assert path.read_bytes() == before
+
+
+def test_a_newer_file_exits_6(db: Path) -> None:
+    conn = sqlite3.connect(db)
+    conn.execute("PRAGMA user_version = 99")
+    conn.commit()
+    conn.close()
+    result = ttcli(db, "threads")
+    assert result.exit_code == 6
+    assert "newer than this ttcli understands" in result.stderr
+
+
+def test_a_busy_database_exits_5(db: Path) -> None:
+    holder = sqlite3.connect(db, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    try:
+        result = ttcli(db, "fork", "latest", "-t", "order:123", "--busy-timeout", "0.05")
+    finally:
+        holder.execute("ROLLBACK")
+    assert result.exit_code == 5
+    assert result.stderr == f"Error: {db} is busy: another process holds its lock; retry later\n"
+
+
+def test_every_command_has_help_with_an_example() -> None:
+    for name in cli.list_commands(None):  # type: ignore[arg-type]
+        result = CliRunner().invoke(cli, [name, "--help"])
+        assert result.exit_code == 0
+        assert "Example:" in result.stdout, name
+
+
+def test_a_real_process(db: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "ttcli", "history", "--db", str(db), "-t", "order:123", "--json"],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0 and len(json.loads(done.stdout)) == 6
+    missing = subprocess.run(
+        [sys.executable, "-m", "ttcli", "show", "--db", str(db), "-t", "nobody"],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert (missing.returncode, missing.stdout, missing.stderr) == (
+        3,
+        "",
+        "Error: thread 'nobody' not found: it has no checkpoints\n",
+    )

@@ -1,0 +1,5 @@
+"""`python -m ttcli`: the command line."""
+
+from ttcli.cli import cli
+
+cli()

@@ -1,0 +1,209 @@
+"""The `ttcli` group: global options, opening the database, and errors -> exit codes.
+
+Exit codes (README, "Exit codes"): 0 success, 1 a node raised or `diff --exit-code` found a
+difference, 2 usage error, 3 not found, 4 paused, 5 database busy, 6 unreadable data.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import click
+
+from ttcli.errors import (
+    ConfigError,
+    DatabaseBusyError,
+    EmptyInputError,
+    GraphDefinitionError,
+    InputError,
+    InvalidFilterError,
+    InvalidUpdateError,
+    NodeError,
+    NotFoundError,
+    StorageError,
+    TtcliError,
+)
+
+if TYPE_CHECKING:
+    from ttcli.savers.sqlite import SqliteSaver
+
+FORMATS = ("table", "json", "jsonl", "csv")
+
+PAUSED = 4
+EXIT_CODES: list[tuple[type[Exception], int]] = [
+    (NodeError, 1),
+    (InputError, 2),
+    (InvalidFilterError, 2),
+    (InvalidUpdateError, 2),
+    (EmptyInputError, 2),
+    (ConfigError, 2),
+    (NotFoundError, 3),
+    (GraphDefinitionError, 3),
+    (DatabaseBusyError, 5),
+    (StorageError, 6),
+]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class Failure(click.ClickException):
+    """An error with its documented exit code; click prints `Error: <message>` on stderr."""
+
+    def __init__(self, message: str, exit_code: int) -> None:
+        super().__init__(message)
+        # click declares exit_code per class but reads it from the instance
+        self.exit_code = exit_code  # type: ignore[misc]
+
+
+#: command name -> module that defines it; imported only when the command runs, so that
+#: `ttcli history` never loads the runtime
+COMMANDS = {
+    "run": "write",
+    "update": "write",
+    "replay": "write",
+    "resume": "write",
+    "fork": "write",
+    "history": "read",
+    "show": "read",
+    "diff": "read",
+    "threads": "read",
+    "tree": "read",
+    "prune": "prune",
+}
+
+
+class TtcliGroup(click.Group):
+    """Loads commands lazily, and turns every ttcli error into one line on stderr with its
+    exit code, in one place."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        module = COMMANDS.get(cmd_name)
+        if module is None:
+            return None
+        found = getattr(importlib.import_module(f"ttcli.cli.{module}"), cmd_name.replace("-", "_"))
+        assert isinstance(found, click.Command)
+        return found
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except TtcliError as exc:
+            code = next((code for kind, code in EXIT_CODES if isinstance(exc, kind)), 1)
+            raise Failure(str(exc), code) from exc
+        except (click.ClickException, click.exceptions.Exit, click.Abort):
+            raise
+        except Exception as exc:
+            if os.environ.get("TTCLI_DEBUG"):
+                raise
+            raise Failure(
+                f"unexpected {type(exc).__name__}: {exc} (a bug in ttcli: run again with "
+                "TTCLI_DEBUG=1 to see where, and report it)",
+                1,
+            ) from exc
+
+
+@dataclass
+class Env:
+    """What every command shares: the database and the output format."""
+
+    db: str = "ttcli.db"
+    format: str = "table"
+    busy_timeout: float = 30.0
+    _saver: SqliteSaver | None = field(default=None, repr=False)
+
+    @property
+    def format_json(self) -> bool:
+        return self.format == "json"
+
+    @format_json.setter
+    def format_json(self, value: bool) -> None:
+        if value:
+            self.format = "json"
+
+    def saver(self, *, create: bool = False) -> SqliteSaver:
+        """The database, opened once; only commands that write may create it."""
+        if self._saver is None:
+            if not create and self.db != ":memory:" and not Path(self.db).exists():
+                raise NotFoundError(
+                    f"no database at {self.db}: run a graph first (ttcli run), "
+                    "or pass --db or TTCLI_DB"
+                )
+            from ttcli.savers.sqlite import SqliteSaver
+
+            self._saver = SqliteSaver(self.db, busy_timeout=self.busy_timeout)
+        return self._saver
+
+    def close(self) -> None:
+        if self._saver is not None:
+            self._saver.close()
+
+
+pass_env = click.make_pass_decorator(Env)
+
+
+def _store(field_name: str) -> Callable[[click.Context, click.Parameter, Any], None]:
+    def callback(ctx: click.Context, param: click.Parameter, value: Any) -> None:
+        if value is not None and value is not False:
+            setattr(ctx.ensure_object(Env), field_name, value)
+
+    return callback
+
+
+def output_options(func: F) -> F:
+    """--db, --format, --json and --busy-timeout: accepted by the group and every command."""
+    options = [
+        click.option(
+            "--db", envvar="TTCLI_DB", metavar="PATH", expose_value=False, callback=_store("db"),
+            help="The SQLite file (env TTCLI_DB; default ./ttcli.db).",
+        ),
+        click.option(
+            "--format", type=click.Choice(FORMATS), expose_value=False, callback=_store("format"),
+            help="Output: table (default) for people; json, jsonl or csv for scripts.",
+        ),
+        click.option(
+            "--json", is_flag=True, expose_value=False, callback=_store("format_json"),
+            help="Short for --format json.",
+        ),
+        click.option(
+            "--busy-timeout", type=click.FloatRange(min=0), envvar="TTCLI_BUSY_TIMEOUT",
+            metavar="SECONDS", expose_value=False, callback=_store("busy_timeout"),
+            help="How long to wait for another writer (default 30; then exit 5).",
+        ),
+    ]  # fmt: skip
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+@click.group(cls=TtcliGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@output_options
+@click.version_option(package_name="ttcli")
+@click.pass_context
+def cli(ctx: click.Context) -> None:
+    """Time travel for LangGraph-style agents: list a thread's history, look at any
+    checkpoint, compare two, fork, edit and replay, resume a paused run, prune old ones.
+
+    \b
+    Example:
+        ttcli run fixtures/order_agent.py:graph --thread order:123 --input @order.json
+        ttcli history --thread order:123
+        ttcli show latest~2 --thread order:123 --json
+    """
+    ctx.call_on_close(ctx.ensure_object(Env).close)
+
+
+def thread_options(func: F) -> F:
+    """--thread and --ns, shared by every command that works on one thread."""
+    func = click.option(
+        "--ns", default="", metavar="NS", help="Checkpoint namespace ('' for the root graph)."
+    )(func)
+    func = click.option("--thread", "-t", required=True, metavar="ID", help="The thread id.")(func)
+    return func

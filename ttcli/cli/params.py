@@ -1,0 +1,48 @@
+"""Reading values given on the command line: JSON (inline, @file or -) and KEY=VALUE pairs."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from ttcli.errors import InputError
+
+
+def json_value(text: str, what: str) -> Any:
+    """JSON given inline, as `@path/to/file.json`, or as `-` for standard input.
+
+    Raises:
+        InputError: unreadable file or malformed JSON, naming which option it was.
+    """
+    source = text
+    if text == "-":
+        source = sys.stdin.read()
+    elif text.startswith("@"):
+        try:
+            source = Path(text[1:]).read_text(encoding="utf-8")
+        except OSError as exc:
+            raise InputError(f"cannot read {what} from {text[1:]}: {exc.strerror}") from None
+    try:
+        return json.loads(source)
+    except json.JSONDecodeError as exc:
+        raise InputError(
+            f"invalid JSON in {what}: {exc.msg} at line {exc.lineno} column {exc.colno}"
+        ) from None
+
+
+def assignments(items: Sequence[str], what: str) -> dict[str, Any]:
+    """KEY=VALUE pairs; VALUE is read as JSON when it is JSON (3, true, "x", [1]) and as
+    text otherwise, so `source=loop` needs no quotes."""
+    found: dict[str, Any] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise InputError(f"invalid {what} {item!r}: use KEY=VALUE")
+        try:
+            found[key] = json.loads(value)
+        except json.JSONDecodeError:
+            found[key] = value
+    return found

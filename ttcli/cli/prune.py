@@ -1,0 +1,153 @@
+"""`ttcli prune`: TTL retention with an optional archive; safe to run from cron."""
+
+from __future__ import annotations
+
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import click
+
+from ttcli.cli import render
+from ttcli.cli.main import Env, output_options, pass_env
+from ttcli.configs import CheckpointRef
+from ttcli.errors import InputError
+from ttcli.ops.durations import moment_before
+from ttcli.ops.prune import (
+    Progress,
+    PrunePolicy,
+    PruneReport,
+    ThreadPlan,
+    execute_prune,
+    plan_prune,
+)
+from ttcli.savers.sqlite import SqliteSaver
+
+
+@click.command()
+@click.option(
+    "--older-than",
+    metavar="DUR",
+    help="Delete checkpoints older than DUR (90s, 30m, 12h, 7d, 2w or a date)...",
+)
+@click.option(
+    "--keep-last",
+    type=click.IntRange(min=0),
+    default=1,
+    show_default=True,
+    metavar="N",
+    help="...but keep each thread's newest N, so it stays resumable.",
+)
+@click.option(
+    "--idle", metavar="DUR", help="Delete whole threads whose newest checkpoint is older than DUR."
+)
+@click.option("--thread", metavar="ID", help="Only this thread.")
+@click.option("--prefix", default="", metavar="P", help="Only threads whose id starts with P.")
+@click.option(
+    "--archive",
+    metavar="PATH",
+    help="First copy what goes into the ttcli database at PATH, and check it.",
+)
+@click.option("--yes", is_flag=True, help="Delete. Without it, print the plan and change nothing.")
+@click.option(
+    "--vacuum", is_flag=True, help="Give the freed space back to the file system afterwards."
+)
+@output_options
+@pass_env
+def prune(
+    env: Env, older_than: str | None, keep_last: int, idle: str | None, thread: str | None,
+    prefix: str, archive: str | None, yes: bool, vacuum: bool,
+) -> None:  # fmt: skip
+    """Delete old checkpoints (TTL), optionally archiving them first. Every kept checkpoint
+    reads exactly as before; history just ends earlier. Works in short batches, so the
+    application can keep writing; re-running after a crash finishes the job.
+
+    \b
+    Example:
+        ttcli prune --older-than 7d                      # the plan: what would go
+        ttcli prune --older-than 7d --archive old.db --yes
+        ttcli prune --idle 30d --prefix order: --yes --vacuum
+    """
+    if older_than is None and idle is None:
+        raise click.UsageError("say what to delete: --older-than DUR and/or --idle DUR")
+    now = datetime.now(UTC)
+    policy = PrunePolicy(
+        older_than=moment_before(older_than, now) if older_than else None,
+        keep_last=keep_last,
+        idle_since=moment_before(idle, now) if idle else None,
+        thread=thread,
+        prefix=prefix,
+    )
+    saver = env.saver()
+    plans = plan_prune(saver, policy)
+    if not yes:
+        doomed = sum(len(p.doomed) for p in plans)
+        estimate = sum(
+            (saver.thread_bytes(_config(p)) or 0) * len(p.doomed) // p.total for p in plans
+        )
+        _print(env, PruneReport(len(plans), doomed, 0, plans), estimate, done=False)
+        return
+    before = sum(saver.thread_bytes(_config(p)) or 0 for p in plans)
+    report = _delete(saver, plans, archive)
+    if vacuum:
+        saver.vacuum()
+    _print(env, report, before - sum(saver.thread_bytes(_config(p)) or 0 for p in plans), done=True)
+
+
+def _config(plan: ThreadPlan) -> dict[str, Any]:
+    return CheckpointRef(plan.thread_id, plan.checkpoint_ns).to_config()
+
+
+def _delete(saver: SqliteSaver, plans: list[ThreadPlan], archive: str | None) -> PruneReport:
+    if not sys.stderr.isatty():  # cron: no progress bar
+        return _execute(saver, plans, archive, None)
+    total = sum(len(p.doomed) for p in plans)
+    with click.progressbar(length=total, label="pruning", file=sys.stderr) as bar:
+        return _execute(saver, plans, archive, lambda done, _: bar.update(done - bar.pos))
+
+
+def _execute(
+    saver: SqliteSaver, plans: list[ThreadPlan], archive: str | None, progress: Progress | None
+) -> PruneReport:
+    if archive is None:
+        return execute_prune(saver, plans, progress=progress)
+    if Path(archive).resolve() == Path(saver.path).resolve():
+        raise InputError(f"--archive {archive} is the database being pruned: archive elsewhere")
+    with SqliteSaver.from_conn_string(archive) as target:
+        return execute_prune(saver, plans, archive=target, progress=progress)
+
+
+def _print(env: Env, report: PruneReport, size: int, *, done: bool) -> None:
+    """The plan or the outcome, ending in one summary line in every format."""
+    verb = "pruned" if done else "would prune"
+    freed = "freed" if done else "about"
+    summary = (
+        f"{verb} {report.checkpoints} checkpoints in {report.threads} threads, "
+        f"{freed} {size} bytes" + (f", {report.archived} archived" if report.archived else "")
+    )
+    plan = [
+        {
+            "thread_id": p.thread_id,
+            "checkpoint_ns": p.checkpoint_ns,
+            "delete": len(p.doomed),
+            "keep": p.total - len(p.doomed),
+        }
+        for p in report.plans
+    ]
+    record = {
+        "done": done,
+        "threads": report.threads,
+        "checkpoints": report.checkpoints,
+        "bytes": size,
+        "archived": report.archived,
+        "plan": plan,
+    }
+    lines = [
+        f"  {p.thread_id}{f' [{p.checkpoint_ns}]' if p.checkpoint_ns else ''}: "
+        f"delete {len(p.doomed)}, keep {p.total - len(p.doomed)}"
+        for p in report.plans
+    ]
+    render.document(env, record, [*([] if done else lines), summary])
+    if not done and report.checkpoints:
+        click.echo("nothing was deleted: add --yes to delete", err=True)

@@ -1,0 +1,314 @@
+"""Commands that only read: history, show, diff, threads, tree. None of them loads a graph."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from ttcli.cli import render
+from ttcli.cli.main import Env, Failure, output_options, pass_env, thread_options
+from ttcli.cli.params import assignments
+from ttcli.configs import CheckpointRef
+from ttcli.ops import inspect
+from ttcli.ops import tree as trees
+from ttcli.ops.diff import diff_values
+from ttcli.ops.refs import resolve, short_ids
+from ttcli.savers.base import BaseSaver
+
+
+@click.command()
+@thread_options
+@click.option(
+    "--filter",
+    "filters",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Only checkpoints whose metadata KEY equals VALUE (repeatable; a.b reaches nested keys).",
+)
+@click.option("--before", metavar="REF", help="Only checkpoints older than REF.")
+@click.option("--limit", type=click.IntRange(min=1), metavar="N", help="At most N checkpoints.")
+@output_options
+@pass_env
+def history(
+    env: Env, thread: str, ns: str, filters: tuple[str, ...], before: str | None, limit: int | None
+) -> None:
+    """List a thread's checkpoints, newest first, without reading any stored value.
+
+    \b
+    Example:
+        ttcli history --thread order:123 --filter source=loop --limit 5
+    """
+    saver, ref = env.saver(), CheckpointRef(thread, ns)
+    older = resolve(saver, ref, before) if before else None
+    entries = inspect.history(
+        saver, ref, filter=assignments(filters, "--filter"), before=older, limit=limit
+    )
+    short = abbreviations(saver, ref, [i for e in entries for i in (e.checkpoint_id, e.parent_id)])
+    render.rows(
+        env,
+        [_entry_record(e) for e in entries],
+        ["checkpoint", "step", "source", "next", "writes", "created_at", "parent"],
+        [
+            [
+                short[e.checkpoint_id],
+                e.step,
+                e.source,
+                ",".join(e.next) or "-",
+                ",".join(e.writes) or "-",
+                e.created_at,
+                short.get(e.parent_id or "", "-"),
+            ]
+            for e in entries
+        ],
+    )
+
+
+def abbreviations(saver: BaseSaver, ref: CheckpointRef, ids: list[str | None]) -> dict[str, str]:
+    """Short ids that are unique in the whole thread, so that each works as a ref."""
+    shown = [i for i in ids if i]
+    return short_ids([*shown, *saver.neighbour_ids(ref.to_config(), shown)])
+
+
+def _entry_record(e: inspect.Entry) -> dict[str, Any]:
+    return {
+        "checkpoint_id": e.checkpoint_id,
+        "parent_checkpoint_id": e.parent_id,
+        "step": e.step,
+        "source": e.source,
+        "next": list(e.next),
+        "writes": e.writes,
+        "created_at": e.created_at,
+        "metadata": e.extra,
+    }
+
+
+@click.command()
+@click.argument("ref", default="latest")
+@thread_options
+@click.option("--channel", metavar="NAME", help="Print only this state key's value.")
+@output_options
+@pass_env
+def show(env: Env, ref: str, thread: str, ns: str, channel: str | None) -> None:
+    """Show one checkpoint in full: values, next, metadata and writes, tasks (results,
+    errors, interrupts), parent and children. REF defaults to latest.
+
+    \b
+    Example:
+        ttcli show latest~2 --thread order:123
+        ttcli show 1f1ec8c4-6bcd --thread order:123 --channel messages --json
+    """
+    saver = env.saver()
+    detail = inspect.describe(saver, resolve(saver, CheckpointRef(thread, ns), ref))
+    if channel is not None:
+        if channel not in detail.values:
+            keys = ", ".join(detail.values) or "none"
+            raise Failure(
+                f"checkpoint has no value for {channel!r}; it has: {keys}",
+                3,
+            )
+        render.document(
+            env, {channel: detail.values[channel]}, [render.to_json(detail.values[channel])]
+        )
+        return
+    render.document(env, _detail_record(detail), _detail_lines(detail))
+
+
+def _detail_record(d: inspect.Detail) -> dict[str, Any]:
+    return {
+        **_entry_record(d.entry),
+        "thread_id": d.thread_id,
+        "checkpoint_ns": d.checkpoint_ns,
+        "children": d.children,
+        "values": d.values,
+        "writes": d.writes,
+        "tasks": [
+            {
+                "id": t.id or None,
+                "name": t.name,
+                "path": t.path or None,
+                "result": t.result,
+                "error": t.error,
+                "interrupts": t.interrupts,
+                "answers": t.answers,
+                "waiting": t.waiting,
+            }
+            for t in d.tasks
+        ],
+    }
+
+
+def _detail_lines(d: inspect.Detail) -> list[str]:
+    e = d.entry
+    lines = [
+        f"checkpoint  {e.checkpoint_id}",
+        f"thread      {d.thread_id}"
+        + (f" (namespace {d.checkpoint_ns})" if d.checkpoint_ns else ""),
+        f"step        {e.step} ({e.source})",
+        f"created     {e.created_at}",
+        f"parent      {e.parent_id or '-'}",
+        f"children    {', '.join(d.children) or '-'}",
+        f"next        {', '.join(e.next) or '- (done)'}",
+    ]
+    lines += [f"metadata    {k}: {render.compact(v)}" for k, v in e.extra.items()]
+    lines.append("writes      " + ("-" if not d.writes else ""))
+    lines += [f"  {node}: {render.compact(value, 90)}" for node, value in (d.writes or {}).items()]
+    lines.append("values")
+    lines += [f"  {key}: {render.compact(value, 90)}" for key, value in d.values.items()]
+    lines.append("tasks       " + ("-" if not d.tasks else ""))
+    for t in d.tasks:
+        state = (
+            "waiting for an answer"
+            if t.waiting
+            else "error"
+            if t.error and t.result is None
+            else "done"
+            if t.result is not None
+            else "due"
+        )
+        lines.append(f"  {t.name} [{state}]")
+        lines += [f"    result: {render.compact(t.result, 80)}"] if t.result else []
+        lines += [f"    error: {t.error}"] if t.error else []
+        lines += [
+            f"    asks: {render.compact(getattr(i, 'value', i), 80)} (id {getattr(i, 'id', '?')})"
+            for i in t.interrupts
+        ]
+    return lines
+
+
+@click.command()
+@click.argument("ref_a")
+@click.argument("ref_b", default="latest")
+@thread_options
+@click.option(
+    "--exit-code",
+    is_flag=True,
+    help="Exit 1 if the checkpoints differ (like git diff --exit-code).",
+)
+@output_options
+@pass_env
+def diff(env: Env, ref_a: str, ref_b: str, thread: str, ns: str, exit_code: bool) -> None:
+    """Compare two checkpoints: state keys added, removed or changed (nested paths, list
+    items appended), and their next nodes and writes. REF_B defaults to latest.
+
+    \b
+    Example:
+        ttcli diff latest~1 latest --thread order:123
+        ttcli diff 1f1ec8c4-6bcd latest --thread order:123 --exit-code --json
+    """
+    saver, ref = env.saver(), CheckpointRef(thread, ns)
+    a, b = (inspect.describe(saver, resolve(saver, ref, r)) for r in (ref_a, ref_b))
+    changes = diff_values(a.values, b.values)
+    steps = {
+        "next": (list(a.entry.next), list(b.entry.next)),
+        "writes": (a.entry.writes, b.entry.writes),
+    }
+    differs = bool(changes) or any(old != new for old, new in steps.values())
+    record = {
+        "from": a.entry.checkpoint_id,
+        "to": b.entry.checkpoint_id,
+        "changes": [{"path": c.path, "kind": c.kind, "old": c.old, "new": c.new} for c in changes],
+        **{key: {"from": old, "to": new} for key, (old, new) in steps.items()},
+    }
+    render.document(env, record, _diff_lines(record, changes, steps))
+    if exit_code and differs:
+        click.get_current_context().exit(1)
+
+
+_MARKS = {"added": "+", "appended": "+", "removed": "-", "changed": "~"}
+
+
+def _diff_lines(record: dict[str, Any], changes: list[Any], steps: dict[str, Any]) -> list[str]:
+    lines = [f"from {record['from']}", f"to   {record['to']}"]
+    for c in changes:
+        if c.kind == "changed":
+            lines.append(f"~ {c.path}: {render.compact(c.old)} -> {render.compact(c.new)}")
+        else:
+            value = c.old if c.kind == "removed" else c.new
+            label = " (appended)" if c.kind == "appended" else ""
+            lines.append(f"{_MARKS[c.kind]} {c.path}{label}: {render.compact(value, 90)}")
+    lines += [] if changes else ["values: no difference"]
+    lines += [
+        f"{key}: {', '.join(old) or '-'} -> {', '.join(new) or '-'}"
+        for key, (old, new) in steps.items()
+        if old != new
+    ]
+    return lines
+
+
+@click.command()
+@click.option("--prefix", default="", metavar="P", help="Only threads whose id starts with P.")
+@output_options
+@pass_env
+def threads(env: Env, prefix: str) -> None:
+    """List threads: checkpoints, last step, last activity, status (done, paused, failed)
+    and the bytes each takes in the file.
+
+    \b
+    Example:
+        ttcli threads --prefix order:
+    """
+    found = inspect.threads(env.saver(), prefix)
+    render.rows(
+        env,
+        [
+            {
+                "thread_id": t.thread_id,
+                "checkpoint_ns": t.checkpoint_ns,
+                "checkpoints": t.checkpoints,
+                "last_step": t.last_step,
+                "last_activity": t.last_activity,
+                "status": t.status,
+                "bytes": t.bytes,
+            }
+            for t in found
+        ],
+        ["thread", "ns", "checkpoints", "last step", "last activity", "status", "bytes"],
+        [
+            [
+                t.thread_id,
+                t.checkpoint_ns or "-",
+                t.checkpoints,
+                t.last_step,
+                t.last_activity,
+                t.status,
+                "-" if t.bytes is None else t.bytes,
+            ]
+            for t in found
+        ],
+    )
+
+
+@click.command()
+@thread_options
+@output_options
+@pass_env
+def tree(env: Env, thread: str, ns: str) -> None:
+    """Draw a thread's branches as a tree, newest first, like git log --graph; marks the
+    latest checkpoint and checkpoints paused with work left to do.
+
+    \b
+    Example:
+        ttcli tree --thread order:123
+    """
+    entries = inspect.history(env.saver(), CheckpointRef(thread, ns))
+    short = abbreviations(
+        env.saver(), CheckpointRef(thread, ns), [e.checkpoint_id for e in entries]
+    )
+    latest = entries[0].checkpoint_id if entries else None
+    nodes = [
+        trees.Node(e.checkpoint_id, e.parent_id, _tree_label(e, short, latest)) for e in entries
+    ]
+    lines = trees.draw(nodes)
+    render.document(
+        env, {"lines": lines, "checkpoints": [_entry_record(e) for e in entries]}, lines
+    )
+
+
+def _tree_label(e: inspect.Entry, short: dict[str, str], latest: str | None) -> str:
+    label = f"{short[e.checkpoint_id]}  step {e.step:>3}  {e.source:<6} {','.join(e.writes) or '-'}"
+    if e.checkpoint_id == latest:
+        label += render.style(
+            "  (latest" + (f", next: {','.join(e.next)})" if e.next else ")"), fg="green"
+        )
+    return label

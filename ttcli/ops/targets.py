@@ -1,0 +1,102 @@
+"""Graph TARGETs: `path/to/file.py:attr` or `package.module:attr` naming a graph to run.
+
+A TARGET may name a StateGraph, a compiled graph, or a function that returns either. Only
+commands that run a graph (run, update, replay, resume) load one; reading a file never does.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from ttcli.errors import TargetNotFoundError
+from ttcli.graph.builder import StateGraph
+from ttcli.runtime.compiled import CompiledStateGraph
+from ttcli.savers.base import BaseSaver
+
+
+def normalise(spec: str) -> str:
+    """The TARGET as it is recorded with a thread: file paths made absolute."""
+    module, _, attr = spec.rpartition(":")
+    if _is_file(module):
+        return f"{Path(module).resolve()}:{attr}"
+    return spec
+
+
+def compile_target(spec: str, saver: BaseSaver) -> CompiledStateGraph:
+    """Load `spec` and compile it with `saver` (keeping a compiled graph's breakpoints).
+
+    Raises:
+        TargetNotFoundError: it does not import, or names no graph.
+    """
+    found = _load(spec)
+    if callable(found) and not isinstance(found, StateGraph | CompiledStateGraph):
+        try:
+            found = found()
+        except Exception as exc:
+            raise TargetNotFoundError(
+                f"graph TARGET '{spec}': calling it raised {type(exc).__name__}: {exc}"
+            ) from exc
+    if isinstance(found, CompiledStateGraph):
+        return found.builder.compile(
+            saver,
+            interrupt_before=found.interrupt_before_nodes,
+            interrupt_after=found.interrupt_after_nodes,
+        )
+    if isinstance(found, StateGraph):
+        return found.compile(saver)
+    raise TargetNotFoundError(
+        f"graph TARGET '{spec}' is a {type(found).__name__}, not a StateGraph, a compiled "
+        "graph or a function returning one"
+    )
+
+
+def _load(spec: str) -> Any:
+    module_name, _, attr = spec.rpartition(":")
+    if not module_name or not attr:
+        raise TargetNotFoundError(
+            f"graph TARGET '{spec}' must look like path/to/file.py:name or package.module:name"
+        )
+    try:
+        module = _import_file(module_name) if _is_file(module_name) else _import_module(module_name)
+        found = module
+        for part in attr.split("."):
+            found = getattr(found, part)
+    except TargetNotFoundError:
+        raise
+    except AttributeError:
+        raise TargetNotFoundError(f"graph TARGET '{spec}': {module_name} has no {attr!r}") from None
+    except Exception as exc:  # whatever the module raises while importing
+        raise TargetNotFoundError(
+            f"graph TARGET '{spec}' does not import: {type(exc).__name__}: {exc}"
+        ) from exc
+    return found
+
+
+def _is_file(module: str) -> bool:
+    return module.endswith(".py") or os.sep in module or "/" in module
+
+
+def _import_file(path: str) -> Any:
+    file = Path(path).resolve()
+    if not file.is_file():
+        raise TargetNotFoundError(f"graph TARGET file {path} does not exist")
+    # the file's folder goes on the path so that it can import its neighbours
+    sys.path.insert(0, str(file.parent))
+    name = f"_ttcli_target_{file.stem}"
+    spec = importlib.util.spec_from_file_location(name, file)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # so that get_type_hints finds the module's names
+    spec.loader.exec_module(module)
+    return module
+
+
+def _import_module(name: str) -> Any:
+    if "" not in sys.path and os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    return importlib.import_module(name)
