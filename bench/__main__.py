@@ -10,12 +10,12 @@ from pathlib import Path
 
 from tabulate import tabulate
 
-from bench import chat
+from bench import chat, startup
 
 
 def main() -> None:
     with tempfile.TemporaryDirectory() as workdir:
-        rows = chat.main(Path(workdir))
+        rows = chat.main(Path(workdir)) + startup.main(Path(workdir))
     print(
         f"python {platform.python_version()} on {platform.machine()}, "
         f"ttcli {version('ttcli')}, langgraph {version('langgraph')}, "

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import re
 import runpy
-import types
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -16,12 +17,19 @@ ROOT = Path(__file__).parent.parent
 
 def test_all_is_sorted_and_complete() -> None:
     assert ttcli.__all__ == sorted(ttcli.__all__)
-    public = {
-        name
-        for name, value in vars(ttcli).items()
-        if not name.startswith("_") and not isinstance(value, types.ModuleType)
-    }
-    assert public == set(ttcli.__all__)
+    assert set(ttcli.__all__) == set(ttcli._WHERE)
+    for name in ttcli.__all__:
+        assert getattr(ttcli, name) is not None
+    with pytest.raises(AttributeError, match="no attribute 'nothing'"):
+        _ = ttcli.nothing
+
+
+def test_the_command_line_starts_without_the_runtime() -> None:
+    script = "import sys, ttcli.cli.main, ttcli.cli.read; print(sorted(sys.modules))"
+    loaded = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True
+    ).stdout
+    assert "ttcli.runtime.loop" not in loaded and "tabulate" not in loaded
 
 
 def test_langgraph_names_are_importable_from_ttcli() -> None:

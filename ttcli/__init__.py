@@ -1,32 +1,39 @@
 """ttcli: a LangGraph-compatible graph runtime whose every superstep can be revisited.
 
-Port a LangGraph graph by changing its imports to `from ttcli import ...`.
+Port a LangGraph graph by changing its imports to `from ttcli import ...`. Names are loaded
+on first use, so that the command line starts without the runtime it does not need.
 """
 
-from ttcli.errors import (
-    EmptyInputError,
-    GraphRecursionError,
-    InvalidUpdateError,
-    TtcliError,
-)
-from ttcli.graph.builder import StateGraph
-from ttcli.graph.constants import END, START
-from ttcli.graph.messages import (
-    AIMessage,
-    HumanMessage,
-    Message,
-    MessagesState,
-    RemoveMessage,
-    SystemMessage,
-    ToolMessage,
-    add_messages,
-)
-from ttcli.runtime.commands import Command, Interrupt, Send, interrupt
-from ttcli.runtime.compiled import CompiledStateGraph
-from ttcli.runtime.types import PregelTask, StateSnapshot
-from ttcli.savers.base import BaseSaver, CheckpointTuple
-from ttcli.savers.memory import InMemorySaver, MemorySaver
-from ttcli.savers.sqlite import SqliteSaver
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ttcli.errors import (
+        EmptyInputError,
+        GraphRecursionError,
+        InvalidUpdateError,
+        TtcliError,
+    )
+    from ttcli.graph.builder import StateGraph
+    from ttcli.graph.constants import END, START
+    from ttcli.graph.messages import (
+        AIMessage,
+        HumanMessage,
+        Message,
+        MessagesState,
+        RemoveMessage,
+        SystemMessage,
+        ToolMessage,
+        add_messages,
+    )
+    from ttcli.runtime.commands import Command, Interrupt, Send, interrupt
+    from ttcli.runtime.compiled import CompiledStateGraph
+    from ttcli.runtime.types import PregelTask, StateSnapshot
+    from ttcli.savers.base import BaseSaver, CheckpointTuple
+    from ttcli.savers.memory import InMemorySaver, MemorySaver
+    from ttcli.savers.sqlite import SqliteSaver
 
 __version__ = "0.1.0"
 
@@ -59,3 +66,46 @@ __all__ = [
     "add_messages",
     "interrupt",
 ]
+
+_WHERE = {
+    "EmptyInputError": "ttcli.errors",
+    "GraphRecursionError": "ttcli.errors",
+    "InvalidUpdateError": "ttcli.errors",
+    "TtcliError": "ttcli.errors",
+    "StateGraph": "ttcli.graph.builder",
+    "END": "ttcli.graph.constants",
+    "START": "ttcli.graph.constants",
+    "AIMessage": "ttcli.graph.messages",
+    "HumanMessage": "ttcli.graph.messages",
+    "Message": "ttcli.graph.messages",
+    "MessagesState": "ttcli.graph.messages",
+    "RemoveMessage": "ttcli.graph.messages",
+    "SystemMessage": "ttcli.graph.messages",
+    "ToolMessage": "ttcli.graph.messages",
+    "add_messages": "ttcli.graph.messages",
+    "Command": "ttcli.runtime.commands",
+    "Interrupt": "ttcli.runtime.commands",
+    "Send": "ttcli.runtime.commands",
+    "interrupt": "ttcli.runtime.commands",
+    "CompiledStateGraph": "ttcli.runtime.compiled",
+    "PregelTask": "ttcli.runtime.types",
+    "StateSnapshot": "ttcli.runtime.types",
+    "BaseSaver": "ttcli.savers.base",
+    "CheckpointTuple": "ttcli.savers.base",
+    "InMemorySaver": "ttcli.savers.memory",
+    "MemorySaver": "ttcli.savers.memory",
+    "SqliteSaver": "ttcli.savers.sqlite",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module 'ttcli' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *__all__])

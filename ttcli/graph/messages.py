@@ -74,7 +74,7 @@ class RemoveMessage(Message):
         super().__init__("", id=id, **fields)
 
 
-_CLASSES = {
+_CLASSES: dict[str, type[Message]] = {
     cls.message_type: cls
     for cls in (HumanMessage, AIMessage, SystemMessage, ToolMessage, RemoveMessage)
 }
@@ -98,6 +98,18 @@ def to_message(value: Any) -> Message:
             )
         return _make(role, fields)
     raise ValueError(f"Unsupported message type: {type(value).__name__} ({value!r})")
+
+
+def rebuild(
+    message_type: str, content: Any, message_id: str | None, fields: dict[str, Any]
+) -> Message:
+    """A stored message back as its class (no coercion: it was checked when written)."""
+    if message_type == RemoveMessage.message_type:
+        return RemoveMessage(id=str(message_id), **fields)
+    cls = _CLASSES.get(message_type)
+    if cls is None:
+        return Message(content, type=message_type, id=message_id, **fields)
+    return cls(content, id=message_id, **fields)
 
 
 def _make(role: str, fields: dict[str, Any]) -> Message:

@@ -13,7 +13,6 @@ from typing import Any
 
 from ttcli.configs import CheckpointRef
 from ttcli.errors import ThreadNotFoundError
-from ttcli.runtime.commands import interrupt_id
 from ttcli.savers.base import BaseSaver, CheckpointTuple, TaskWrite
 
 _SPECIAL = frozenset({"__error__", "__interrupt__", "__resume__", "__no_writes__", "__scheduled__"})
@@ -81,6 +80,8 @@ class TaskView:
         """Paused on an interrupt that has no answer yet."""
         if self.result is not None or not self.interrupts:
             return False
+        from ttcli.runtime.commands import interrupt_id  # only paused threads need it
+
         # the stored interrupt is the latest asked; it is unanswered if its id is the one
         # the next answer would go to
         latest = getattr(self.interrupts[-1], "id", None)

@@ -45,6 +45,20 @@ def empty_checkpoint() -> Checkpoint:
     )
 
 
+def bookkeeping_copy(checkpoint: Checkpoint) -> Checkpoint:
+    """A checkpoint whose versions apply_writes may change without touching the original
+    (values are not copied: apply_writes changes channels, not checkpoint values)."""
+    return Checkpoint(
+        **{
+            **checkpoint,
+            "channel_versions": dict(checkpoint["channel_versions"]),
+            "versions_seen": {
+                node: dict(seen) for node, seen in checkpoint["versions_seen"].items()
+            },
+        }
+    )
+
+
 def prepare_tasks(
     plan: GraphPlan,
     checkpoint: Checkpoint,

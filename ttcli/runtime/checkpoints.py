@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
@@ -51,7 +50,7 @@ def new_checkpoint(
         ts=id_time(checkpoint_id).isoformat(),  # the id carries its creation time
         channel_values=values,
         channel_versions=dict(previous["channel_versions"]),
-        versions_seen=copy.deepcopy(previous["versions_seen"]),
+        versions_seen={node: dict(seen) for node, seen in previous["versions_seen"].items()},
         updated_channels=sorted(updated) if updated is not None else None,
     )
 

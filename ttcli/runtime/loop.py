@@ -7,7 +7,6 @@ planned from, so a crash, a failing sibling or an interrupt never costs finished
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from typing import TYPE_CHECKING, Any
@@ -25,7 +24,14 @@ from ttcli.graph.constants import (
     START,
 )
 from ttcli.graph.state import build_state, read_input
-from ttcli.runtime.algo import Task, apply_writes, empty_checkpoint, prepare_tasks, should_interrupt
+from ttcli.runtime.algo import (
+    Task,
+    apply_writes,
+    bookkeeping_copy,
+    empty_checkpoint,
+    prepare_tasks,
+    should_interrupt,
+)
 from ttcli.runtime.checkpoints import checkpoint_metadata, new_checkpoint, new_versions, utc_now
 from ttcli.runtime.commands import Command, GraphInterrupt, Interrupt, TaskScratchpad, run_in_task
 from ttcli.runtime.pending import TaskRecord, answers, null_writes, records
@@ -236,7 +242,7 @@ class Run:
             # what the state is now: the tasks that finished applied, as the live view shows
             finished = [task for task in tasks if task not in to_run or task.writes]
             channels = {name: channel.copy() for name, channel in self.channels.items()}
-            apply_writes(copy.deepcopy(self.checkpoint), channels, finished)
+            apply_writes(bookkeeping_copy(self.checkpoint), channels, finished)
             values = self.plan.values(channels)
             for interrupt in self.interrupts:
                 yield "values", {**values, INTERRUPT: (interrupt,)}

@@ -8,12 +8,11 @@ start of the superstep, every task it scheduled and every interrupt raised. The 
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 from ttcli.configs import CheckpointRef, RunnableConfig
 from ttcli.graph.constants import INPUT
-from ttcli.runtime.algo import Task, apply_writes, prepare_tasks
+from ttcli.runtime.algo import Task, apply_writes, bookkeeping_copy, prepare_tasks
 from ttcli.runtime.pending import TaskRecord, null_writes, records
 from ttcli.runtime.plan import GraphPlan
 from ttcli.runtime.types import PregelTask, StateSnapshot
@@ -31,7 +30,7 @@ def snapshot_of(
     live: bool = False,
 ) -> StateSnapshot:
     channels = plan.restore(checkpoint["channel_values"])
-    checkpoint = copy.deepcopy(checkpoint)
+    checkpoint = bookkeeping_copy(checkpoint)
     if found := null_writes(pending_writes):
         apply_writes(checkpoint, channels, [Task("", INPUT, (), (), writes=found)])
     namespace = CheckpointRef.from_config(config).checkpoint_ns

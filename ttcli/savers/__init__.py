@@ -1,6 +1,2 @@
-"""Storing checkpoints: the saver contract and its backends."""
-
-from ttcli.savers.base import BaseSaver, Checkpoint, CheckpointTuple
-from ttcli.savers.memory import InMemorySaver
-
-__all__ = ["BaseSaver", "Checkpoint", "CheckpointTuple", "InMemorySaver"]
+"""Storing checkpoints: the saver contract (base), its backends (memory, sqlite), and the
+file format's pieces (serde, blobs, records, migrations)."""

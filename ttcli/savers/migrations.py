@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
-from importlib import resources
+from pathlib import Path
 
 from ttcli.errors import SchemaVersionError, StorageError
 
@@ -16,7 +16,7 @@ MIGRATIONS: dict[int, str] = {
 
 
 def schema_sql() -> str:
-    return resources.files("ttcli.savers").joinpath("schema.sql").read_text(encoding="utf-8")
+    return (Path(__file__).parent / "schema.sql").read_text(encoding="utf-8")
 
 
 def ensure_schema(conn: sqlite3.Connection, path: str) -> None:

@@ -20,7 +20,7 @@ from typing import Any, NamedTuple
 import msgpack
 
 from ttcli.errors import CorruptValueError, SerializationError
-from ttcli.graph.messages import Message, to_message
+from ttcli.graph.messages import Message, rebuild
 
 # ext type codes: part of the file format, never renumber
 TUPLE, SET, FROZENSET, DATETIME, DATE, TIME, TIMEDELTA = 1, 2, 3, 4, 5, 6, 7
@@ -137,10 +137,9 @@ def _message(payload: list[Any]) -> Message:
     if isinstance(message_type, int):
         message_type = _MESSAGE_TYPES[message_type]
     if isinstance(message_id, bytes):
-        message_id = str(uuid.UUID(bytes=message_id))
-    return to_message(
-        {**(fields or {}), "type": message_type, "content": content, "id": message_id}
-    )
+        digits = message_id.hex()
+        message_id = f"{digits[:8]}-{digits[8:12]}-{digits[12:16]}-{digits[16:20]}-{digits[20:]}"
+    return rebuild(message_type, content, message_id, fields or {})
 
 
 def _sorted_items(items: Any) -> list[Any]:
