@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import runpy
 import subprocess
@@ -48,19 +49,25 @@ def test_langgraph_names_are_importable_from_ttcli() -> None:
     )
 
 
-def test_demo_runs_the_time_travel_loop(
-    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("TTCLI_DB", str(tmp_path / "demo.db"))
+def test_demo_runs_the_time_travel_loop(tmp_path: Path) -> None:
+    env = {**os.environ, "TTCLI_DB": str(tmp_path / "demo.db")}
     for _ in range(2):  # the demo can run again on the same file
-        runpy.run_module("fixtures.demo", run_name="__main__")
-    out = capsys.readouterr().out.split("$ database:")[-1]
-    assert "reply: 'Done: order 123 cancelled.'" in out
-    assert "  tool: None -> 'cancel_order'" in out
-    assert "next=('call_tool',)" in out
-    assert "reply: 'Done: order 123 refunded: 42.00 EUR.'" in out
-    assert "$ history (9 checkpoints, the old branch is kept)" in out
-    assert "$ history (6 checkpoints, its lineage)" in out
+        done = subprocess.run(
+            [sys.executable, "-m", "fixtures.demo"],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+        )
+        assert done.returncode == 0, done.stderr
+    out = done.stdout
+    assert '  reply: "Done: order 123 cancelled."' in out
+    assert '+ tool: "cancel_order"' in out
+    assert '  reply: "Done: order 123 refunded: 42.00 EUR."' in out
+    assert "order:123-fixed: a copy of " in out
+    assert "|/" in out
+    # the second run started afresh: 9 checkpoints (one run, one fix), not 18
+    assert re.search(r"^order:123\s+-\s+9\s", out, flags=re.M)
 
 
 def test_readme_python_example_runs(capsys: pytest.CaptureFixture[str]) -> None:

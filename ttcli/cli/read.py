@@ -306,7 +306,11 @@ def tree(env: Env, thread: str, ns: str) -> None:
 
 
 def _tree_label(e: inspect.Entry, short: dict[str, str], latest: str | None) -> str:
-    label = f"{short[e.checkpoint_id]}  step {e.step:>3}  {e.source:<6} {','.join(e.writes) or '-'}"
+    width = max(map(len, short.values()))
+    label = (
+        f"{short[e.checkpoint_id]:<{width}}  step {e.step:>3}  {e.source:<6} "
+        f"{','.join(e.writes) or '-'}"
+    )
     if e.checkpoint_id == latest:
         label += render.style(
             "  (latest" + (f", next: {','.join(e.next)})" if e.next else ")"), fg="green"

@@ -284,11 +284,11 @@ def fork(env: Env, ref: str, thread: str, ns: str, to_thread: str | None) -> Non
         "checkpoint_id": made["configurable"]["checkpoint_id"],
         "from": saved.checkpoint["id"],
     }
-    render.document(
-        env,
-        record,
-        [f"{record['thread_id']}: new head {record['checkpoint_id']} (from {record['from']})"],
-    )
+    if to_thread is None:
+        line = f"{thread}: new branch head {record['checkpoint_id']}, a fork of {record['from']}"
+    else:
+        line = f"{to_thread}: a copy of {record['from']} and its ancestors"
+    render.document(env, record, [line])
 
 
 def _target(saver: BaseSaver, thread: str, given: str | None) -> str:
