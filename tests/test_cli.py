@@ -438,3 +438,12 @@ def test_a_real_process(db: Path) -> None:
         "",
         "Error: thread 'nobody' not found: it has no checkpoints\n",
     )
+
+
+def test_the_readme_ci_replay_shows_no_difference_for_unchanged_code(db: Path) -> None:
+    old = data(ttcli(db, "show", "latest", "-t", "order:123", "--json"))["checkpoint_id"]
+    assert ttcli(db, "replay", "latest~5", "-t", "order:123", "--graph", ORDER_AGENT).exit_code == 0
+    unchanged = ttcli(db, "diff", old, "latest", "-t", "order:123", "--exit-code")
+    assert unchanged.exit_code == 0, unchanged.stdout
+    ttcli(db, "update", "-t", "order:123", "--as-node", "respond", "--set", "reply=changed")
+    assert ttcli(db, "diff", old, "latest", "-t", "order:123", "--exit-code").exit_code == 1

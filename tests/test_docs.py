@@ -92,3 +92,10 @@ def test_review_workflow_pauses_and_resumes(
         "asked again about: refund order 123",
         "['plan drafted', \"reviewer said 'yes'\", 'done: refund order 123']",
     ]
+
+
+def test_every_command_has_a_readme_section() -> None:
+    from ttcli.cli.main import COMMANDS
+
+    headings = re.findall(r"^### ttcli (\S+)$", (ROOT / "README.md").read_text(), flags=re.M)
+    assert sorted(headings) == sorted(COMMANDS)
