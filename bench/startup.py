@@ -43,6 +43,16 @@ def main(workdir: Path) -> list[tuple[str, str, str, str]]:
     history = best_ms([str(script), "history", "--db", str(db), "-t", "o", "--limit", "20"], env)
     return [
         ("startup: python -c 'import sqlite3' (ms)", f"{floor:.1f}", "", ""),
-        ("startup: python -c 'import click, msgpack, sqlite3' (ms)", f"{click_floor:.1f}", "", f"{click_floor / floor:.2f}x the floor"),
-        ("startup: ttcli history --limit 20 (ms; target <= 1.5x)", f"{history:.1f}", "", f"{history / floor:.2f}x the floor"),
-    ]  # fmt: skip
+        (
+            "startup: python -c 'import click, msgpack, sqlite3' (ms)",
+            f"{click_floor:.1f}",
+            "",
+            f"{click_floor / floor:.2f}x the floor",
+        ),
+        (
+            "startup: ttcli history --limit 20 (ms; target <= 1.5x)",
+            f"{history:.1f}",
+            "",
+            f"{history / floor:.2f}x the floor",
+        ),
+    ]
