@@ -447,3 +447,48 @@ def test_the_readme_ci_replay_shows_no_difference_for_unchanged_code(db: Path) -
     assert unchanged.exit_code == 0, unchanged.stdout
     ttcli(db, "update", "-t", "order:123", "--as-node", "respond", "--set", "reply=changed")
     assert ttcli(db, "diff", old, "latest", "-t", "order:123", "--exit-code").exit_code == 1
+
+
+@pytest.mark.parametrize(
+    "target",
+    [
+        "fixtures.order_agent:graph",
+        "fixtures.order_agent:build",
+        "{graphs}:compiled",
+        "{graphs}:factory",
+    ],
+    ids=["module-builder", "module-factory", "file-compiled", "file-factory"],
+)
+def test_targets_name_a_builder_a_compiled_graph_or_a_factory(
+    tmp_path: Path, graphs_file: Path, target: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(ROOT)  # module targets import from the working directory
+    graphs_file.write_text(
+        GRAPHS
+        + "\nfrom fixtures.order_agent import build\ncompiled = build().compile()\nfactory = build\n"
+    )
+    db = tmp_path / "t.db"
+    result = ttcli(
+        db,
+        "run",
+        target.replace("{graphs}", str(graphs_file)),
+        "-t",
+        "x",
+        "--input",
+        json.dumps(ORDER),
+        "--json",
+    )
+    assert data(result)["values"]["reply"] == "Done: order 123 cancelled."
+
+
+def test_tree_marks_the_latest_and_paused_branch_heads(tmp_path: Path) -> None:
+    db = tmp_path / "review.db"
+    ttcli(
+        db, "run", REVIEW, "-t", "r", "--input", json.dumps({"request": "x", "plan": "", "log": []})
+    )
+    ttcli(db, "resume", "-t", "r", "--value", '"no"')
+    ttcli(db, "fork", "latest~2", "-t", "r")  # a new head that would run review again
+    lines = ttcli(db, "tree", "-t", "r").stdout.splitlines()
+    assert lines[0].startswith("* ") and lines[0].endswith("(latest, next: review)")
+    assert lines[1].startswith("| * ") and "act" in lines[1]
+    assert lines[3] == "|/"

@@ -291,13 +291,18 @@ def tree(env: Env, thread: str, ns: str) -> None:
     Example:
         ttcli tree --thread order:123
     """
-    entries = inspect.history(env.saver(), CheckpointRef(thread, ns))
-    short = abbreviations(
-        env.saver(), CheckpointRef(thread, ns), [e.checkpoint_id for e in entries]
-    )
-    latest = entries[0].checkpoint_id if entries else None
+    saver, ref = env.saver(), CheckpointRef(thread, ns)
+    entries = inspect.history(saver, ref)
+    short = abbreviations(saver, ref, [e.checkpoint_id for e in entries])
+    heads = {e.checkpoint_id for e in entries} - {e.parent_id for e in entries}
+    marks = {
+        e.checkpoint_id: ("latest" if i == 0 else "paused")
+        + (f", next: {','.join(e.next)}" if e.next else "")
+        for i, e in enumerate(entries)
+        if i == 0 or (e.next and e.checkpoint_id in heads)  # a branch head with work left
+    }
     nodes = [
-        trees.Node(e.checkpoint_id, e.parent_id, _tree_label(e, short, latest)) for e in entries
+        trees.Node(e.checkpoint_id, e.parent_id, _tree_label(e, short, marks)) for e in entries
     ]
     lines = trees.draw(nodes)
     render.document(
@@ -305,14 +310,12 @@ def tree(env: Env, thread: str, ns: str) -> None:
     )
 
 
-def _tree_label(e: inspect.Entry, short: dict[str, str], latest: str | None) -> str:
+def _tree_label(e: inspect.Entry, short: dict[str, str], marks: dict[str, str]) -> str:
     width = max(map(len, short.values()))
     label = (
         f"{short[e.checkpoint_id]:<{width}}  step {e.step:>3}  {e.source:<6} "
         f"{','.join(e.writes) or '-'}"
     )
-    if e.checkpoint_id == latest:
-        label += render.style(
-            "  (latest" + (f", next: {','.join(e.next)})" if e.next else ")"), fg="green"
-        )
+    if e.checkpoint_id in marks:
+        label += render.style(f"  ({marks[e.checkpoint_id]})", fg="green")
     return label
