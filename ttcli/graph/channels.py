@@ -117,8 +117,11 @@ class EphemeralValue(Channel):
             raise InvalidUpdateError(
                 f"EphemeralValue {self.key!r} can receive only one value per step"
             )
-        self.value = values[-1]
+        self.value = self.kept(values)
         return True
+
+    def kept(self, values: Sequence[Any]) -> Any:
+        return values[-1]
 
 
 class BarrierChannel(Channel):
@@ -160,14 +163,11 @@ class BarrierChannel(Channel):
         return False
 
 
-class Topic(Channel):
+class Topic(EphemeralValue):
     """Collects every value written in a superstep, for the next one only (Sends)."""
 
-    def update(self, values: Sequence[Any]) -> bool:
-        if not values:
-            if self.value is MISSING:
-                return False
-            self.value = MISSING
-            return True
-        self.value = list(values)
-        return True
+    def __init__(self, key: str) -> None:
+        super().__init__(key, guard=False)
+
+    def kept(self, values: Sequence[Any]) -> Any:
+        return list(values)
