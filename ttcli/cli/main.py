@@ -74,6 +74,7 @@ COMMANDS = {
     "threads": "read",
     "tree": "read",
     "prune": "prune",
+    "verify": "read",
 }
 
 

@@ -1,4 +1,4 @@
-"""Commands that only read: history, show, diff, threads, tree. None of them loads a graph."""
+"""Commands that only read: history, show, diff, threads, tree, verify. None loads a graph."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from ttcli.cli.params import assignments
 from ttcli.configs import CheckpointRef
 from ttcli.ops import inspect
 from ttcli.ops import tree as trees
+from ttcli.ops import verify as checks
 from ttcli.ops.diff import diff_values
 from ttcli.ops.refs import resolve, short_ids
 from ttcli.savers.base import BaseSaver
@@ -319,3 +320,40 @@ def _tree_label(e: inspect.Entry, short: dict[str, str], marks: dict[str, str]) 
     if e.checkpoint_id in marks:
         label += render.style(f"  ({marks[e.checkpoint_id]})", fg="green")
     return label
+
+
+@click.command()
+@output_options
+@pass_env
+def verify(env: Env) -> None:
+    """Check the database: SQLite's integrity check, then every checkpoint, its values and
+    pending writes decoded. Reports values of types that are not rebuilt (kept as data;
+    nothing is ever imported) and exits 6 if anything is broken or forged.
+
+    \b
+    Example:
+        ttcli verify --db agent.db
+    """
+    report = checks.verify(env.saver())
+    render.rows(
+        env,
+        [vars_of(f) for f in report.findings],
+        ["thread", "checkpoint", "where", "finding", "problem"],
+        [
+            [f.thread_id, f.checkpoint_id, f.where, f.what, "yes" if f.problem else "no"]
+            for f in report.findings
+        ],
+    )
+    summary = (
+        f"checked {report.checkpoints} checkpoints in {report.threads} threads: "
+        f"{len(report.problems)} problems"
+    )
+    click.echo(summary, err=env.format != "table")
+    if report.problems:
+        click.get_current_context().exit(6)
+
+
+def vars_of(finding: checks.Finding) -> dict[str, Any]:
+    return {
+        k: getattr(finding, k) for k in ("thread_id", "checkpoint_id", "where", "what", "problem")
+    }

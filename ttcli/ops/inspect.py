@@ -136,17 +136,6 @@ def status(views: Sequence[TaskView]) -> str:
     return "paused" if pending else "done"
 
 
-def children(saver: BaseSaver, saved: CheckpointTuple) -> list[str]:
-    """Ids of the checkpoints whose parent is this one."""
-    ref = CheckpointRef.from_config(saved.config)
-    return sorted(
-        c.checkpoint["id"]
-        for c in saver.list_metadata(ref.at(None).to_config())
-        if c.parent_config
-        and CheckpointRef.from_config(c.parent_config).checkpoint_id == ref.checkpoint_id
-    )
-
-
 @dataclass
 class Entry:
     """A checkpoint as `history` lists it."""
@@ -227,7 +216,7 @@ def describe(saver: BaseSaver, saved: CheckpointTuple) -> Detail:
         values=state_values(saved.checkpoint["channel_values"]),
         writes=dict(writes) if isinstance(writes, Mapping) else None,
         tasks=tasks(saved, saver.get_writes(saved.config)),
-        children=children(saver, saved),
+        children=saver.child_ids(saved.config),
     )
 
 

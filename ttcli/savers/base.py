@@ -211,6 +211,24 @@ class BaseSaver(ABC):
     def list_threads(self, prefix: str = "") -> Iterator[ThreadSummary]:
         """Every thread (per namespace) whose id starts with `prefix`, ordered by id."""
 
+    def checkpoint_ids(self, config: RunnableConfig) -> builtins.list[str]:
+        """Every checkpoint id of the config's thread, newest first, read without decoding
+        anything (so that one broken checkpoint does not hide the others)."""
+        return [t.checkpoint["id"] for t in self.list_metadata(config)]
+
+    def child_ids(self, config: RunnableConfig) -> builtins.list[str]:
+        """Ids of the checkpoints whose parent is the one `config` names."""
+        ref = self.ref(config)
+        return sorted(
+            t.checkpoint["id"]
+            for t in self.list_metadata(ref.at(None).to_config())
+            if t.parent_config and self.ref(t.parent_config).checkpoint_id == ref.checkpoint_id
+        )
+
+    def integrity_problems(self) -> builtins.list[str]:
+        """What the storage's own consistency check finds wrong (nothing, by default)."""
+        return []
+
     def neighbour_ids(self, config: RunnableConfig, checkpoint_ids: Iterable[str]) -> set[str]:
         """The ids right before and after each given one in the thread (by id order): all it
         takes to abbreviate ids uniquely. Backends with an index override this."""

@@ -23,6 +23,7 @@ from ttcli.configs import CheckpointRef, RunnableConfig
 from ttcli.errors import (
     CheckpointNotFoundError,
     ConfigError,
+    CorruptValueError,
     DatabaseBusyError,
     SerializationError,
     StorageError,
@@ -466,6 +467,36 @@ class SqliteSaver(BaseSaver):
                 conn.execute("DELETE FROM threads WHERE thread_key = ?", (thread_key,))
         self.forget()
 
+    def checkpoint_ids(self, config: RunnableConfig) -> builtins.list[str]:
+        ref = self.ref(config)
+        with self.read() as conn:
+            thread_key = self._thread_key(conn, ref)
+            rows = conn.execute(
+                "SELECT checkpoint_id FROM checkpoints WHERE thread_key = ? "
+                "ORDER BY checkpoint_id DESC",
+                (thread_key,),
+            ).fetchall()
+        return [_id_text(key) if len(key) == 16 else repr(key) for (key,) in rows]
+
+    def child_ids(self, config: RunnableConfig) -> builtins.list[str]:
+        ref = self.ref(config)
+        wanted = _id_bytes(ref.checkpoint_id or "")
+        with self.read() as conn:
+            thread_key = self._thread_key(conn, ref)
+            rows = conn.execute(
+                "SELECT checkpoint_id, parent_id FROM checkpoints "
+                "WHERE thread_key = ? AND parent_id IS NOT NULL",
+                (thread_key,),
+            ).fetchall()
+        return sorted(
+            _id_text(child) for child, parent in rows if unpack_parent(child, parent) == wanted
+        )
+
+    def integrity_problems(self) -> builtins.list[str]:
+        with self.read() as conn:
+            found = [row[0] for row in conn.execute("PRAGMA integrity_check")]
+        return [] if found == ["ok"] else found
+
     def neighbour_ids(self, config: RunnableConfig, checkpoint_ids: Iterable[str]) -> set[str]:
         ref = self.ref(config)
         found: set[str] = set()
@@ -741,6 +772,22 @@ class SqliteSaver(BaseSaver):
         return query, params
 
     def _tuple(self, row: Sequence[Any], *, values: bool = True) -> CheckpointTuple:
+        """A row as a CheckpointTuple; a row that is not what ttcli writes is an error
+        naming the checkpoint."""
+        try:
+            return self._read_row(row, values=values)
+        except (CorruptValueError, TypeError, ValueError, KeyError, IndexError) as exc:
+            raw = row[3] if len(row) > 3 else b""
+            name = _id_text(raw) if isinstance(raw, bytes) and len(raw) == 16 else repr(raw)
+            detail = (
+                str(exc) if isinstance(exc, CorruptValueError) else f"{type(exc).__name__}: {exc}"
+            )
+            raise CorruptValueError(
+                f"checkpoint {name} of thread '{row[1]}' does not read: {detail}; "
+                "`ttcli verify` lists what else is damaged"
+            ) from None
+
+    def _read_row(self, row: Sequence[Any], *, values: bool) -> CheckpointTuple:
         (thread_key, thread_id, ns, checkpoint_id, parent_id, created_at,
          source, step, other, _state) = row  # fmt: skip
         state = self._state(self.conn, thread_key, checkpoint_id)

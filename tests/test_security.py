@@ -1,0 +1,155 @@
+"""A hostile database: forged rows and crafted msgpack must never make ttcli import or run
+anything, and `ttcli verify` must say what is wrong with the file."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import sys
+import uuid
+from pathlib import Path
+from typing import Any
+
+import msgpack
+import pytest
+from click.testing import CliRunner
+
+from tests.test_cli import ORDER, ORDER_AGENT, dump, ttcli
+from ttcli.cli import cli
+from ttcli.savers import serde
+
+PROBE = "ttcli_evil_probe"
+
+
+def forged(code: int, payload: Any) -> bytes:
+    return msgpack.packb(msgpack.ExtType(code, msgpack.packb(payload)))  # type: ignore[no-any-return]
+
+
+@pytest.fixture
+def hostile(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path, str]:
+    """A real thread whose latest values and pending writes were replaced by crafted data,
+    plus a probe module that would leave a file behind if anything imported it."""
+    sentinel = tmp_path / "pwned"
+    (tmp_path / f"{PROBE}.py").write_text(f"open({str(sentinel)!r}, 'w').write('imported')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    db = tmp_path / "hostile.db"
+    assert ttcli(db, "run", ORDER_AGENT, "-t", "t", "--input", json.dumps(ORDER)).exit_code == 0
+    conn = sqlite3.connect(db)
+    payloads = [
+        forged(serde.OBJECT, ["os.system", {"command": f"touch {sentinel}"}]),
+        forged(serde.ENUM, ["subprocess.Popen", f"touch {sentinel}"]),
+        forged(serde.OBJECT, ["builtins.eval", {"source": f"open({str(sentinel)!r}, 'w')"}]),
+        forged(serde.OBJECT, [f"{PROBE}.Boom", {"x": 1}]),
+    ]
+    keys = [
+        int(conn.execute("INSERT INTO blobs (value) VALUES (?)", (p,)).lastrowid or 0)
+        for p in payloads
+    ]
+    names = {name: key for key, name in conn.execute("SELECT name_key, name FROM names")}
+    thread_key, checkpoint_id, state = conn.execute(
+        "SELECT thread_key, checkpoint_id, state FROM checkpoints "
+        "ORDER BY checkpoint_id DESC LIMIT 1"
+    ).fetchone()
+    depth, channels, seen, updated, writes = serde.loads(state)
+    channels[names["tool"]] = [999, serde.Ref(keys[0])]
+    channels[names["reply"]] = [999, serde.Ref(keys[1])]
+    channels[names["order_id"]] = [999, {"probe": serde.Ref(keys[3])}]
+    conn.execute(
+        "UPDATE checkpoints SET state = ? WHERE checkpoint_id = ?",
+        (serde.dumps([depth, channels, seen, updated, writes]), checkpoint_id),
+    )
+    conn.execute(
+        "INSERT INTO writes (thread_key, checkpoint_id, tasks) VALUES (?, ?, ?)",
+        (
+            thread_key,
+            checkpoint_id,
+            serde.dumps({"task": [names["tool"], [[0, names["tool"], serde.Ref(keys[2])]]]}),
+        ),
+    )
+    conn.commit()
+    conn.close()
+    return db, sentinel, str(uuid.UUID(bytes=checkpoint_id))
+
+
+def test_reading_a_hostile_file_runs_nothing(hostile: tuple[Path, Path, str]) -> None:
+    db, sentinel, _ = hostile
+    before = dump(db)
+    real = CliRunner().invoke(cli, ["--db", str(db), "show", "latest", "-t", "t", "--json"])
+    forged_view = json.loads(real.stdout)
+    assert forged_view["values"]["tool"] == {
+        "$type": "os.system",
+        "data": {"command": f"touch {sentinel}"},
+    }
+    assert forged_view["values"]["reply"] == {
+        "$type": "subprocess.Popen",
+        "value": f"touch {sentinel}",
+    }
+    assert forged_view["values"]["order_id"] == {
+        "probe": {"$type": f"{PROBE}.Boom", "data": {"x": 1}}
+    }
+    assert forged_view["tasks"][0]["result"] == {
+        "tool": {"$type": "builtins.eval", "data": {"source": f"open({str(sentinel)!r}, 'w')"}}
+    }
+    for args in (
+        ["history", "-t", "t"],
+        ["diff", "latest~1", "latest", "-t", "t"],
+        ["threads"],
+        ["tree", "-t", "t"],
+    ):
+        result = CliRunner().invoke(cli, ["--db", str(db), *args])
+        assert result.exit_code == 0, (args, result.stderr)
+    assert not sentinel.exists()
+    assert PROBE not in sys.modules
+    assert dump(db) == before
+
+
+def test_a_row_that_does_not_decode_is_exit_6_naming_it(hostile: tuple[Path, Path, str]) -> None:
+    db, _, head = hostile
+    conn = sqlite3.connect(db)
+    conn.execute(  # not msgpack at all, and claiming to be the newest checkpoint
+        "INSERT INTO checkpoints (thread_key, checkpoint_id, source, step, state) "
+        "VALUES (1, ?, 'loop', 9, ?)",
+        (b"\xff" * 16, b"\xc1 not msgpack"),
+    )
+    conn.commit()
+    conn.close()
+    before = dump(db)
+    for args in (["show", "latest", "-t", "t"], ["history", "-t", "t"]):
+        broken = CliRunner().invoke(cli, ["--db", str(db), *args])
+        assert broken.exit_code == 6
+        assert broken.stderr.startswith(
+            "Error: checkpoint ffffffff-ffff-ffff-ffff-ffffffffffff of thread 't' does not read: "
+        )
+        assert len(broken.stderr.splitlines()) == 1
+    assert CliRunner().invoke(cli, ["--db", str(db), "show", head, "-t", "t"]).exit_code == 0
+    verify = CliRunner().invoke(cli, ["--db", str(db), "verify", "--json"])
+    assert verify.exit_code == 6
+    assert any(f["checkpoint_id"].startswith("ffffffff") for f in json.loads(verify.stdout))
+    assert dump(db) == before
+
+
+def test_verify_reports_forged_data(hostile: tuple[Path, Path, str]) -> None:
+    db, sentinel, _ = hostile
+    result = CliRunner().invoke(cli, ["--db", str(db), "verify", "--json"])
+    assert result.exit_code == 6
+    findings = json.loads(result.stdout)
+    problems = {(f["where"], f["what"].split(":")[0]) for f in findings if f["problem"]}
+    assert ("values.tool", "value claims type os.system") in problems
+    assert ("values.reply", "value claims type subprocess.Popen") in problems
+    assert ("pending[task].tool", "value claims type builtins.eval") in problems
+    notes = [f for f in findings if not f["problem"]]
+    assert [(n["where"], n["what"]) for n in notes] == [
+        ("values.order_id.probe", f"value of type {PROBE}.Boom, kept as data (not registered here)")
+    ]
+    assert result.stderr == "checked 6 checkpoints in 1 threads: 3 problems\n"
+    assert not sentinel.exists() and PROBE not in sys.modules
+
+
+def test_verify_passes_a_healthy_file(tmp_path: Path) -> None:
+    db = tmp_path / "ok.db"
+    ttcli(db, "run", ORDER_AGENT, "-t", "t", "--input", json.dumps(ORDER))
+    result = ttcli(db, "verify")
+    assert (result.exit_code, result.stdout) == (
+        0,
+        "checked 6 checkpoints in 1 threads: 0 problems\n",
+    )
