@@ -10,8 +10,9 @@ import pytest
 from tests import graphs
 from tests.test_prune import cfg, views
 from ttcli import END, START, StateGraph
+from ttcli.configs import CheckpointRef
 from ttcli.errors import CheckpointNotFoundError
-from ttcli.ops.copy import copy_lineage
+from ttcli.ops.copy import copy_checkpoint, copy_lineage
 from ttcli.savers.base import BaseSaver
 
 API = SimpleNamespace(StateGraph=StateGraph, START=START, END=END)
@@ -67,3 +68,20 @@ def test_pending_writes_are_copied(saver: BaseSaver) -> None:
     result: Any = app.invoke(None, cfg("dst"))
     assert result == {"log": ["a", "b", "c", "d"]}
     assert calls == ["c", "d"]
+
+
+def test_a_copy_cut_off_before_its_writes_completes_when_run_again(saver: BaseSaver) -> None:
+    app = graphs.fan_out(API, fail={"c"}).compile(checkpointer=saver)
+    with pytest.raises(ValueError):
+        app.invoke({"log": []}, cfg("src"))
+    head = saver.get_tuple(cfg("src"))
+    assert head is not None and saver.get_writes(head.config)
+    # what a process killed between the checkpoint and its writes leaves behind
+    parent = CheckpointRef.from_config(head.parent_config or {}).checkpoint_id
+    copy_lineage(saver, head.parent_config or {}, "dst")
+    saver.put(CheckpointRef("dst", "", parent).to_config(), head.checkpoint, head.metadata, {})
+    assert saver.get_writes(CheckpointRef("dst").at(head.checkpoint["id"]).to_config()) == []
+
+    assert copy_checkpoint(saver, head, saver, CheckpointRef("dst")) is False
+    copied = saver.get_writes(CheckpointRef("dst").at(head.checkpoint["id"]).to_config())
+    assert copied == saver.get_writes(head.config)

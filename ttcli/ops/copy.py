@@ -38,23 +38,26 @@ def copy_checkpoint(
     extra_metadata: dict[str, Any] | None = None,
 ) -> bool:
     """Store one checkpoint (same id, values, metadata, parent and pending writes) in
-    `target` under `target_ref`'s thread. Returns False if it was there already, so a copy
-    interrupted halfway can simply be run again."""
+    `target` under `target_ref`'s thread. Returns False if it was there already; a copy
+    interrupted halfway (say, between the checkpoint and its writes) completes when run again.
+    """
     checkpoint_id = saved.checkpoint["id"]
-    if target.get_tuple(target_ref.at(checkpoint_id).to_config()) is not None:
-        return False
-    parent_id = (
-        CheckpointRef.from_config(saved.parent_config).checkpoint_id
-        if saved.parent_config
-        else None
-    )
-    metadata = {**saved.metadata, **(extra_metadata or {})}
-    # no change hints: the target compares channel versions with the parent it already has
-    target.put(target_ref.at(parent_id).to_config(), saved.checkpoint, metadata, {})
     at = target_ref.at(checkpoint_id).to_config()
+    copied = target.get_tuple(at) is None
+    if copied:
+        parent_id = (
+            CheckpointRef.from_config(saved.parent_config).checkpoint_id
+            if saved.parent_config
+            else None
+        )
+        metadata = {**saved.metadata, **(extra_metadata or {})}
+        # no change hints: the target compares channel versions with the parent it has
+        target.put(target_ref.at(parent_id).to_config(), saved.checkpoint, metadata, {})
+    present = {task_id for task_id, *_ in target.get_writes(at)}
     for task_id, task_path, writes in _by_task(source.get_writes(saved.config)):
-        target.put_writes(at, writes, task_id, task_path)
-    return True
+        if task_id not in present:
+            target.put_writes(at, writes, task_id, task_path)
+    return copied
 
 
 def copy_lineage(saver: BaseSaver, config: RunnableConfig, to_thread: str) -> RunnableConfig:

@@ -129,11 +129,12 @@ def _name(path: str, sends: Sequence[Any]) -> str:
 
 
 def status(views: Sequence[TaskView]) -> str:
-    """done, paused (waiting for input or at a breakpoint) or failed (a node raised)."""
-    pending = [view for view in views if view.result is None]
-    if any(view.error for view in pending):
+    """done, paused (waiting for input, at a breakpoint, or stopped mid-run with work left)
+    or failed (a node raised)."""
+    if any(view.error for view in views if view.result is None):
         return "failed"
-    return "paused" if pending else "done"
+    # tasks that all finished still leave the superstep they belong to to be checkpointed
+    return "paused" if views else "done"
 
 
 @dataclass
