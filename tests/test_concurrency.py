@@ -50,7 +50,7 @@ def test_writers_prune_and_readers_share_one_file(tmp_path: Path) -> None:
         stop.touch()
     results += [process.communicate(timeout=60) for process in others]
 
-    for process, (out, err) in zip(writers + others, results, strict=True):
+    for process, (_, err) in zip(writers + others, results, strict=True):
         assert (process.returncode, err) == (0, ""), process.args
     rounds = [int(out) for out, _ in results[WRITERS:]]
     assert all(r > 0 for r in rounds)  # the pruner and both readers really ran alongside
