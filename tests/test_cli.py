@@ -6,77 +6,13 @@ import json
 import sqlite3
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
-from typing import Any
 
 import pytest
-from click.testing import CliRunner, Result
+from click.testing import CliRunner
 
+from tests.clitools import GRAPHS, ORDER, ORDER_AGENT, REVIEW, ROOT, data, dump, ttcli
 from ttcli.cli import cli
-
-ROOT = Path(__file__).parent.parent
-ORDER_AGENT = f"{ROOT}/fixtures/order_agent.py:graph"
-REVIEW = f"{ROOT}/fixtures/review_workflow.py:builder"
-ORDER = {"request": "Please refund order 123, it arrived broken.", "tool_result": "", "log": []}
-
-GRAPHS = textwrap.dedent(
-    """
-    import operator
-    from typing import Annotated, TypedDict
-    from ttcli import StateGraph, START, END
-
-    class S(TypedDict):
-        log: Annotated[list, operator.add]
-
-    def boom(state):
-        raise ValueError("boom in b")
-
-    failing = StateGraph(S)
-    failing.add_node("a", lambda s: {"log": ["a"]})
-    failing.add_node("b", boom)
-    failing.add_edge(START, "a")
-    failing.add_edge("a", "b")
-
-    not_a_graph = 42
-    """
-)
-
-
-def ttcli(db: Path, *args: str, stdin: str | None = None) -> Result:
-    result = CliRunner().invoke(cli, ["--db", str(db), *args], input=stdin)
-    assert "Traceback" not in result.output + result.stderr
-    return result
-
-
-def data(result: Result) -> Any:
-    assert result.exit_code in (0, 4), result.stderr
-    return json.loads(result.stdout)
-
-
-def dump(db: Path) -> list[tuple[Any, ...]]:
-    """Everything stored, to show that a failing command changed nothing."""
-    conn = sqlite3.connect(db)
-    tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
-    return [(t, sorted(conn.execute(f"SELECT * FROM {t}").fetchall(), key=repr)) for t in tables]
-
-
-@pytest.fixture
-def db(tmp_path: Path) -> Path:
-    """A database holding thread order:123, where the agent cancelled instead of refunding."""
-    path = tmp_path / "ttcli.db"
-    result = ttcli(
-        path, "run", ORDER_AGENT, "--thread", "order:123", "--input", json.dumps(ORDER), "--json"
-    )
-    assert result.exit_code == 0, result.stderr
-    return path
-
-
-@pytest.fixture
-def graphs_file(tmp_path: Path) -> Path:
-    path = tmp_path / "graphs.py"
-    path.write_text(GRAPHS)
-    return path
 
 
 def test_run_prints_the_final_state(db: Path) -> None:
@@ -328,81 +264,6 @@ def test_prune_plans_then_deletes_and_archives(db: Path, tmp_path: Path) -> None
     idle = ttcli(db, "prune", "--idle", "0s", "--prefix", "a", "--yes", "--vacuum")
     assert idle.stdout.startswith("pruned 2 checkpoints in 1 threads, freed ")
     assert [t["thread_id"] for t in data(ttcli(db, "threads", "--json"))] == ["b", "order:123"]
-
-
-BAD_INPUTS = [
-    ("malformed-json", ["run", ORDER_AGENT, "-t", "x", "--input", "{bad"], 2,
-     "Error: invalid JSON in --input: Expecting property name enclosed in double quotes at line 1 column 2\n"),
-    ("unknown-thread", ["history", "-t", "nobody"], 3, "Error: thread 'nobody' not found: it has no checkpoints\n"),
-    ("unknown-ref", ["show", "abcdef12", "-t", "order:123"], 3,
-     "Error: checkpoint 'abcdef12' not found in thread 'order:123'\n"),
-    ("not-a-ref", ["show", "yesterday", "-t", "order:123"], 2,
-     "Error: invalid checkpoint ref 'yesterday': use a checkpoint id, a unique prefix of one, or latest, optionally followed by ~N\n"),
-    ("too-far-back", ["show", "latest~9", "-t", "order:123"], 3,
-     "Error: checkpoint 'latest~9' not found in thread 'order:123': 9 back from latest passes its first checkpoint after 5\n"),
-    ("bad-duration", ["prune", "--older-than", "7 days"], 2,
-     "Error: invalid duration '7 days': use a number and a unit (90s, 30m, 12h, 7d, 2w) or an ISO date such as 2026-11-01\n"),
-    ("bad-filter-key", ["history", "-t", "order:123", "--filter", "source') OR 1>0 --=x"], 2,
-     "Error: Invalid filter key: \"source') OR 1>0 --\". Filter keys must contain only alphanumeric characters, underscores, dots, and hyphens.\n"),
-    ("bad-filter", ["history", "-t", "order:123", "--filter", "nokey"], 2, "Error: invalid --filter 'nokey': use KEY=VALUE\n"),
-    ("unknown-as-node", ["update", "-t", "order:123", "--as-node", "nope", "--set", "x=1"], 2,
-     "Error: Node nope does not exist\n"),
-    ("missing-target", ["run", "no_such_module:graph", "-t", "x", "--input", "{}"], 3,
-     "Error: graph TARGET 'no_such_module:graph' does not import: ModuleNotFoundError: No module named 'no_such_module'\n"),
-    ("target-not-a-graph", ["run", "{graphs}:not_a_graph", "-t", "x", "--input", "{}"], 3,
-     "Error: graph TARGET '{graphs}:not_a_graph' is a int, not a StateGraph, a compiled graph or a function returning one\n"),
-    ("update-both-ways", ["update", "-t", "order:123", "--as-node", "plan", "--set", "a=1", "--values", "{}"], 2, None),
-    ("bad-limit", ["history", "-t", "order:123", "--limit", "0"], 2, None),
-    ("unknown-option", ["history", "-t", "order:123", "--colour"], 2, None),
-    ("resume-nothing-waits", ["resume", "-t", "order:123", "--value", "1", "--id", "ab"], 2,
-     "Error: interrupt id 'ab' matches 0 of the interrupts thread 'order:123' waits on (none)\n"),
-]  # fmt: skip
-
-
-@pytest.mark.parametrize(
-    ("name", "args", "code", "stderr"), BAD_INPUTS, ids=[c[0] for c in BAD_INPUTS]
-)
-def test_bad_input_is_one_clear_line_and_changes_nothing(
-    db: Path, graphs_file: Path, name: str, args: list[str], code: int, stderr: str | None
-) -> None:
-    before = dump(db)
-    result = ttcli(db, *[a.replace("{graphs}", str(graphs_file)) for a in args])
-    assert result.exit_code == code, result.stderr
-    if stderr is not None:
-        assert result.stderr == stderr.replace("{graphs}", str(graphs_file))
-    else:
-        assert result.stderr.splitlines()[-1].startswith("Error: ")
-    assert result.stdout == ""
-    assert dump(db) == before
-
-
-def test_files_that_are_not_ttcli_databases_exit_6_untouched(tmp_path: Path) -> None:
-    text = tmp_path / "notes.txt"
-    text.write_text("not a database\n" * 100)
-    other = tmp_path / "other.db"
-    conn = sqlite3.connect(other)
-    conn.execute("CREATE TABLE t (x)")
-    conn.commit()
-    conn.close()
-    for path in (text, other):
-        before = path.read_bytes()
-        result = ttcli(path, "threads")
-        assert result.exit_code == 6
-        assert (
-            result.stderr
-            == f"Error: {path} is not a ttcli database " + result.stderr.split(" database ", 1)[1]
-        )
-        assert path.read_bytes() == before
-
-
-def test_a_newer_file_exits_6(db: Path) -> None:
-    conn = sqlite3.connect(db)
-    conn.execute("PRAGMA user_version = 99")
-    conn.commit()
-    conn.close()
-    result = ttcli(db, "threads")
-    assert result.exit_code == 6
-    assert "newer than this ttcli understands" in result.stderr
 
 
 def test_a_busy_database_exits_5(db: Path) -> None:

@@ -38,9 +38,7 @@ def test_writers_prune_and_readers_share_one_file(tmp_path: Path) -> None:
         for name in [f"w{i}" for i in range(WRITERS)] + [f"old:{i}" for i in range(OLD_THREADS)]:
             graph.invoke(INPUT, {"configurable": {"thread_id": name}})
     logs = [tmp_path / f"w{i}.log" for i in range(WRITERS)]
-    writers = [
-        start("write", str(db), f"w{i}", str(log), str(RUNS)) for i, log in enumerate(logs)
-    ]
+    writers = [start("write", str(db), f"w{i}", str(log), str(RUNS)) for i, log in enumerate(logs)]
     others = [start("prune", str(db), str(stop), str(OLD_THREADS))] + [
         start("read", str(db), str(stop), *[f"w{i}" for i in range(WRITERS)]) for _ in range(2)
     ]

@@ -14,7 +14,7 @@ import msgpack
 import pytest
 from click.testing import CliRunner
 
-from tests.test_cli import ORDER, ORDER_AGENT, dump, ttcli
+from tests.clitools import ORDER, ORDER_AGENT, dump, ttcli
 from ttcli.cli import cli
 from ttcli.savers import serde
 

@@ -2,4 +2,4 @@
 
 from ttcli.cli import cli
 
-cli()
+cli(prog_name="ttcli")

@@ -93,9 +93,20 @@ class TtcliGroup(click.Group):
         assert isinstance(found, click.Command)
         return found
 
+    def make_context(
+        self, info_name: str | None, args: list[str], parent: click.Context | None = None,
+        **extra: Any,
+    ) -> click.Context:  # fmt: skip
+        try:
+            return super().make_context(info_name, args, parent, **extra)
+        except click.UsageError as exc:
+            raise _one_line(exc) from exc
+
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
+        except click.UsageError as exc:
+            raise _one_line(exc) from exc
         except TtcliError as exc:
             code = next((code for kind, code in EXIT_CODES if isinstance(exc, kind)), 1)
             raise Failure(str(exc), code) from exc
@@ -109,6 +120,13 @@ class TtcliGroup(click.Group):
                 "TTCLI_DEBUG=1 to see where, and report it)",
                 1,
             ) from exc
+
+
+def _one_line(exc: click.UsageError) -> Failure:
+    """Click's usage errors print the usage and a hint over three lines; scripts and people
+    read one: the problem, and where the help is."""
+    where = exc.ctx.command_path if exc.ctx is not None else "ttcli"
+    return Failure(f"{exc.format_message()} (see '{where} --help')", exc.exit_code)
 
 
 @dataclass
@@ -132,7 +150,11 @@ class Env:
     def saver(self, *, create: bool = False) -> SqliteSaver:
         """The database, opened once; only commands that write may create it."""
         if self._saver is None:
-            if not create and self.db != ":memory:" and not Path(self.db).exists():
+            try:
+                exists = self.db == ":memory:" or Path(self.db).exists()
+            except OSError as exc:  # a folder on the way we may not enter
+                raise StorageError(f"cannot open {self.db}: {exc.strerror}") from None
+            if not create and not exists:
                 raise NotFoundError(
                     f"no database at {self.db}: run a graph first (ttcli run), "
                     "or pass --db or TTCLI_DB"
@@ -184,7 +206,7 @@ def output_options(func: F) -> F:
     return func
 
 
-@click.group(cls=TtcliGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(name="ttcli", cls=TtcliGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @output_options
 @click.version_option(package_name="ttcli")
 @click.pass_context

@@ -72,6 +72,8 @@ def run(
     if resume is not None:
         given = Command(resume=json_value(resume, "--resume"))
     graph = targets.compile_target(target, InMemorySaver())
+    if input_ is not None:
+        _check_state_keys(graph, given, "--input")
     saver = env.saver(create=True)
     ref = CheckpointRef(thread, ns)
     at = resolve(saver, ref, from_ref).config if from_ref else ref.to_config()
@@ -221,6 +223,7 @@ def update(
     store = _scratch_copy(saved) if dry_run else saver
     spec = _target(saver, thread, target)
     graph = targets.compile_target(spec, store)
+    _check_state_keys(graph, written, "--set" if sets else "--values")
     after = graph.get_state(graph.update_state(saved.config, written, as_node=as_node))
     render.document(env, *_update_report(spec, saved, after, dry_run))
 
@@ -245,6 +248,24 @@ def _update_report(
         for c in changes
     ]
     return record, lines
+
+
+def _check_state_keys(graph: CompiledStateGraph, given: Any, what: str) -> None:
+    """The API ignores keys the state does not have, as LangGraph does; on the command line
+    that would turn a typo into a silent no-op."""
+    keys = graph.plan.state_keys
+    if given is None:
+        return
+    if not isinstance(given, dict):
+        raise InputError(
+            f"{what} must be a JSON object of state keys ({', '.join(keys)}), "
+            f"not {render.compact(given, 40)}"
+        )
+    if unknown := [key for key in given if key not in keys]:
+        raise InputError(
+            f"{what} names {', '.join(map(repr, unknown))}, not a key of the graph's state "
+            f"({', '.join(keys)})"
+        )
 
 
 def _scratch_copy(saved: CheckpointTuple) -> InMemorySaver:

@@ -6,6 +6,7 @@ import sqlite3
 from pathlib import Path
 
 from ttcli.errors import SchemaVersionError, StorageError
+from ttcli.savers.sqlite_errors import storage_error
 
 SCHEMA_VERSION = 2
 
@@ -62,7 +63,7 @@ def _user_version(conn: sqlite3.Connection, path: str) -> int:
     try:
         row = conn.execute("PRAGMA user_version").fetchone()
     except sqlite3.DatabaseError as exc:
-        raise StorageError(f"{path} is not a ttcli database ({exc})") from None
+        raise storage_error(exc, path) from None
     return int(row[0])
 
 

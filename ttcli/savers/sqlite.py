@@ -24,7 +24,6 @@ from ttcli.errors import (
     CheckpointNotFoundError,
     ConfigError,
     CorruptValueError,
-    DatabaseBusyError,
     SerializationError,
     StorageError,
 )
@@ -53,6 +52,7 @@ from ttcli.savers.records import (
     unpack_parent,
 )
 from ttcli.savers.serde import Ref
+from ttcli.savers.sqlite_errors import storage_error
 from ttcli.uuid6 import id_micros
 
 DEFAULT_BUSY_TIMEOUT = 30.0  # seconds a writer waits for another before giving up
@@ -905,13 +905,3 @@ def _require_id(checkpoint_id: str) -> bytes:
 
 def _id_text(data: bytes) -> str:
     return str(uuid.UUID(bytes=bytes(data)))
-
-
-def storage_error(exc: sqlite3.Error, path: str) -> Exception:
-    """The ttcli error for a sqlite3 failure: busy, not a database, or other."""
-    message = str(exc)
-    if "locked" in message or "busy" in message:
-        return DatabaseBusyError(f"{path} is busy: another process holds its lock; retry later")
-    if "not a database" in message or "malformed" in message:
-        return StorageError(f"{path} is not a ttcli database ({message})")
-    return StorageError(f"{path}: {message}")

@@ -1,0 +1,22 @@
+"""What a sqlite3 failure means to the user of a ttcli file, as one actionable line."""
+
+from __future__ import annotations
+
+import sqlite3
+
+from ttcli.errors import DatabaseBusyError, StorageError
+
+
+def storage_error(exc: sqlite3.Error, path: str) -> StorageError:
+    """The ttcli error for a sqlite3 failure: busy, read-only, not a database, or other."""
+    message = str(exc)
+    if "locked" in message or "busy" in message:
+        return DatabaseBusyError(f"{path} is busy: another process holds its lock; retry later")
+    if "readonly" in message:
+        return StorageError(
+            f"{path} is read-only for this user: ttcli writes to the file and its folder even "
+            "to read it (SQLite WAL); fix the permissions or work on a copy"
+        )
+    if "not a database" in message or "malformed" in message:
+        return StorageError(f"{path} is not a ttcli database ({message})")
+    return StorageError(f"{path}: {message}")
