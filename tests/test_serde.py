@@ -171,3 +171,12 @@ def test_unserialisable_values_name_their_path_and_type(value: Any, path: str) -
 
 def test_equal_sets_encode_to_equal_bytes() -> None:
     assert serde.dumps({"b", "a", "c"}) == serde.dumps({"c", "b", "a"})
+
+
+def test_an_integer_beyond_64_bits_is_a_clear_error_naming_it() -> None:
+    with pytest.raises(SerializationError) as info:
+        serde.dumps({"totals": [1, 2**70]}, path="state")
+    assert str(info.value) == (
+        "cannot store state.totals[1]: the integer 1180591620717411303424 is outside the range "
+        "msgpack stores (-2**63 to 2**64-1); store it as a string or a Decimal"
+    )

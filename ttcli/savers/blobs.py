@@ -223,10 +223,10 @@ class BlobWriter:
         """
         for entry in entries:
             if type(entry) is dict:
-                self.offer(entry_refs(entry), adoptable=adoptable)
+                self.offer(map(Ref, entry_refs(entry)), adoptable=adoptable)
                 self.pool.setdefault(serde.dumps(self.store.load_value(entry)), entry)
-            elif isinstance(entry, int | Ref):
-                self._offer_blob(entry if isinstance(entry, int) else entry.key, adoptable)
+            elif isinstance(entry, Ref):  # a plain int is an inline value, never a blob key
+                self._offer_blob(entry.key, adoptable)
 
     def protect(self, entries: Iterable[Any]) -> None:
         """Blobs read as channel values: never adopted as an append."""
@@ -239,7 +239,7 @@ class BlobWriter:
         if row is None or row[0] is not None:
             return  # appends hold only part of their value
         if row[1]:
-            self.offer(entry_refs(serde.loads(row[2])), adoptable=adoptable)
+            self.offer(map(Ref, entry_refs(serde.loads(row[2]))), adoptable=adoptable)
             self.pool.setdefault(serde.dumps(self.store.read_value(blob_key)), Ref(blob_key))
         else:
             self.pool.setdefault(row[2], Ref(blob_key))

@@ -57,6 +57,11 @@ def dumps(value: Any, *, path: str = "value") -> bytes:
         return _pack(value)
     except _Unsupported:
         where, found = _find_unsupported(value, path) or (path, value)
+        if isinstance(found, int):
+            raise SerializationError(
+                f"cannot store {where}: the integer {found} is outside the range msgpack "
+                "stores (-2**63 to 2**64-1); store it as a string or a Decimal"
+            ) from None
         raise SerializationError(
             f"cannot store {where}: type {type_name(type(found))} is not serialisable; "
             "use plain data, a dataclass or an enum, or register the type with "
@@ -84,7 +89,10 @@ class _Unsupported(Exception):
 
 
 def _pack(value: Any) -> bytes:
-    return msgpack.packb(value, default=_default, strict_types=True, use_bin_type=True)  # type: ignore[no-any-return]
+    try:
+        return msgpack.packb(value, default=_default, strict_types=True, use_bin_type=True)  # type: ignore[no-any-return]
+    except OverflowError:  # an int beyond msgpack's 64 bits
+        raise _Unsupported from None
 
 
 def _ext(code: int, payload: Any) -> msgpack.ExtType:
