@@ -10,6 +10,7 @@ from typing import Any, TypedDict
 import pytest
 
 from tests import graphs
+from tests.test_properties import random_graph
 from ttcli import END, START, StateGraph
 from ttcli.ops.prune import PrunePolicy, execute_prune, plan_prune
 from ttcli.savers.base import BaseSaver
@@ -204,3 +205,20 @@ def test_pruning_frees_the_values_only_deleted_checkpoints_used(db_path: Path) -
         execute_prune(saver, plan_prune(saver, PrunePolicy(idle_since=boundary())))
         assert saver.conn.execute("SELECT count(*) FROM blobs").fetchone()[0] == 0
         assert list(saver.list_threads()) == []
+
+
+def test_pruning_the_parent_of_an_update_keeps_the_list_it_extends(db_path: Path) -> None:
+    # found by tests/test_properties.py: the update's list is an append onto an older blob
+    # that only the pruned parent pointed at directly; garbage collection stopped its walk
+    # of what stays too early and deleted that older blob
+    with SqliteSaver.from_conn_string(db_path) as saver:
+        app = random_graph([2, 2]).compile(checkpointer=saver)
+        for _ in range(2):
+            app.invoke({"x": 0, "log": []}, cfg("t"))
+        keep_newest = PrunePolicy(older_than=datetime(2100, 1, 1, tzinfo=UTC), keep_last=1)
+        execute_prune(saver, plan_prune(saver, keep_newest))
+        app.update_state(cfg("t"), {"x": 5}, as_node="n1l")
+        before = app.get_state(cfg("t")).values
+        execute_prune(saver, plan_prune(saver, keep_newest))
+        assert app.get_state(cfg("t")).values == before
+        assert saver.integrity_problems() == []

@@ -458,11 +458,13 @@ class SqliteSaver(BaseSaver):
                         [thread_key, *chunk],
                     )
             self._states.clear()
-            if freed:
-                floor = min(freed)
+            candidates = self.blobs.reachable(freed)
+            if candidates:
+                # blobs point only at older ones: what stays needs walking down to the oldest
+                # candidate, no further
                 kept = self._refs(conn, thread_key, self._ids(conn, thread_key))
-                needed = self.blobs.reachable(kept, floor=floor)
-                self._delete_blobs(conn, self.blobs.reachable(freed) - needed)
+                needed = self.blobs.reachable(kept, floor=min(candidates))
+                self._delete_blobs(conn, candidates - needed)
             if not self._ids(conn, thread_key):
                 conn.execute("DELETE FROM threads WHERE thread_key = ?", (thread_key,))
         self.forget()
