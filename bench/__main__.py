@@ -10,12 +10,14 @@ from pathlib import Path
 
 from tabulate import tabulate
 
-from bench import chat, startup
+from bench import chat, startup, supersteps
 
 
 def main() -> None:
     with tempfile.TemporaryDirectory() as workdir:
-        rows = chat.main(Path(workdir)) + startup.main(Path(workdir))
+        rows = (
+            supersteps.main(Path(workdir)) + chat.main(Path(workdir)) + startup.main(Path(workdir))
+        )
     print(
         f"python {platform.python_version()} on {platform.machine()}, "
         f"ttcli {version('ttcli')}, langgraph {version('langgraph')}, "

@@ -7,6 +7,7 @@ seen yet. This is LangGraph's Pregel model, which is what makes histories line u
 
 from __future__ import annotations
 
+import functools
 import inspect
 from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass
@@ -176,6 +177,19 @@ def _edge_writes(builder: StateGraph, name: str) -> tuple[Write, ...]:
 
 
 def _takes_config(func: Callable[..., Any]) -> bool:
+    # cached: a branch asks on every step, and inspecting a signature costs more than the step
+    try:
+        return _takes_config_cached(func)
+    except TypeError:  # an unhashable callable
+        return _inspect_takes_config(func)
+
+
+@functools.lru_cache(maxsize=1024)
+def _takes_config_cached(func: Callable[..., Any]) -> bool:
+    return _inspect_takes_config(func)
+
+
+def _inspect_takes_config(func: Callable[..., Any]) -> bool:
     try:
         params = inspect.signature(func).parameters
     except (TypeError, ValueError):

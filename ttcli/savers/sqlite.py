@@ -892,6 +892,12 @@ def _micros(ts: str) -> int:
 
 
 def _id_bytes(checkpoint_id: str) -> bytes | None:
+    # the canonical form every id this saver hands out has, parsed without building a UUID
+    if isinstance(checkpoint_id, str) and len(checkpoint_id) == 36 and checkpoint_id[8] == "-":
+        try:
+            return bytes.fromhex(checkpoint_id.replace("-", ""))
+        except ValueError:
+            pass
     try:
         return uuid.UUID(checkpoint_id).bytes
     except (TypeError, ValueError, AttributeError):
