@@ -1,0 +1,109 @@
+"""Prune throughput, without and with an archive, and the per-superstep latency of an
+application writing to the same file meanwhile (measured in its own process).
+
+The thread to prune grows a list by 100 bytes a step, so its values live in blobs and the
+prune has garbage to collect; it keeps the newest 100 checkpoints.
+"""
+
+from __future__ import annotations
+
+import operator
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Annotated, TypedDict
+
+RUNS, STEPS = 10, 500  # 5,010 checkpoints
+WRITER = """
+import sys, time
+from bench.supersteps import ttcli_app
+app, close = ttcli_app(sys.argv[1])
+gaps = []
+for run in range(int(sys.argv[2])):
+    config = {"configurable": {"thread_id": f"app{run}"}, "recursion_limit": 100000}
+    last = time.perf_counter()
+    for _ in app.stream({"n": 0}, config, stream_mode="updates"):
+        now = time.perf_counter()
+        gaps.append(now - last)
+        last = now
+print(" ".join(f"{g:.6f}" for g in gaps))
+"""
+
+
+class Growing(TypedDict):
+    n: int
+    log: Annotated[list[str], operator.add]
+
+
+def build(path: Path) -> None:
+    from ttcli import END, START, StateGraph
+    from ttcli.savers.sqlite import SqliteSaver
+
+    builder = StateGraph(Growing)
+    builder.add_node("step", lambda state: {"n": state["n"] + 1, "log": ["x" * 100]})
+    builder.add_edge(START, "step")
+    builder.add_conditional_edges("step", lambda state: "step" if state["n"] < STEPS else END)
+    with SqliteSaver.from_conn_string(path) as saver:
+        app = builder.compile(checkpointer=saver)
+        for _ in range(RUNS):
+            app.invoke({"n": 0, "log": []}, {"configurable": {"thread_id": "big"}})
+
+
+def prune(path: Path, archive: Path | None) -> tuple[int, float]:
+    from ttcli.ops.prune import PrunePolicy, execute_prune, plan_prune
+    from ttcli.savers.sqlite import SqliteSaver
+
+    policy = PrunePolicy(older_than=datetime.now(UTC) + timedelta(seconds=1), keep_last=100)
+    with SqliteSaver.from_conn_string(path) as saver:
+        plans = plan_prune(saver, policy)
+        started = time.perf_counter()
+        if archive is None:
+            report = execute_prune(saver, plans)
+        else:
+            with SqliteSaver.from_conn_string(archive) as store:
+                report = execute_prune(saver, plans, archive=store)
+        return report.checkpoints, time.perf_counter() - started
+
+
+def with_writer(path: Path, loops: int) -> tuple[int, float, list[float]]:
+    """Prune while another process runs 1,000-superstep loops on the same file."""
+    root = Path(__file__).parent.parent
+    writer = subprocess.Popen(
+        [sys.executable, "-c", WRITER, str(path), str(loops)],
+        cwd=root,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    time.sleep(0.05)
+    deleted, seconds = prune(path, None)
+    out, _ = writer.communicate(timeout=300)
+    return deleted, seconds, [float(g) for g in out.split()]
+
+
+def main(workdir: Path) -> list[tuple[str, str, str, str]]:
+    source = workdir / "prune-source.db"
+    build(source)
+    rates = {}
+    for name, archive in (("plain", None), ("archive", workdir / "prune-archive.db")):
+        path = workdir / f"prune-{name}.db"
+        shutil.copy(source, path)
+        deleted, seconds = prune(path, archive)
+        rates[name] = deleted / seconds
+    path = workdir / "prune-busy.db"
+    shutil.copy(source, path)
+    # enough loops to outlast the prune, at about 0.15 s each
+    loops = max(2, round(len(rates) * 4_920 / rates["plain"] / 0.15) + 2)
+    deleted, seconds, gaps = with_writer(path, loops)
+    p99 = statistics.quantiles(gaps, n=100)[98]
+    return [
+        (f"prune: checkpoints deleted per second (of {deleted:,}; target >= 50,000)",
+         f"{rates['plain']:,.0f}", "", ""),
+        ("prune --archive: checkpoints per second (target >= 20,000)",
+         f"{rates['archive']:,.0f}", "", ""),
+        ("prune: writer's superstep p99 while pruning (ms; target < 50)",
+         f"{p99 * 1e3:.1f}", "", f"max {max(gaps) * 1e3:.0f} ms; prune took {seconds:.2f} s"),
+    ]  # fmt: skip
