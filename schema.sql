@@ -1,4 +1,4 @@
--- ttcli database format, version 2.
+-- ttcli database format, version 3.
 --
 -- One SQLite file holds any number of threads. Every checkpoint (a thread's state at one
 -- superstep boundary) is a row of `checkpoints`; the values it holds are stored once per
@@ -23,7 +23,7 @@
 -- ttcli applies this file to a new database and migrates older versions forward; a file whose
 -- user_version is newer than the one below is refused, never guessed at.
 
-PRAGMA user_version = 2;
+PRAGMA user_version = 3;
 
 -- A thread of checkpoints in one namespace ('' for the root graph).
 CREATE TABLE threads (
@@ -102,6 +102,16 @@ CREATE TABLE blobs (
     is_record  INTEGER NOT NULL DEFAULT 0,
     value      BLOB NOT NULL
 );
+
+-- Blobs that deleted checkpoints pointed at and that are not yet collected. A prune deletes a
+-- thread's checkpoints in short batches and collects the blobs nothing kept needs once, with
+-- its last batch; a crash in between leaves the debt here for the next deletion in the thread
+-- to collect (added in version 3).
+CREATE TABLE blob_debt (
+    thread_key  INTEGER NOT NULL,
+    blob_key    INTEGER NOT NULL,
+    PRIMARY KEY (thread_key, blob_key)
+) WITHOUT ROWID;
 
 -- Checkpoints in LangGraph's terms: text ids, ISO-8601 times, the whole metadata as JSON.
 -- (h: the id in hex; p: the parent's id in hex; micros: created_at, or the time in the id:

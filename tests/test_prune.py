@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 from datetime import UTC, datetime
 from pathlib import Path
 from types import SimpleNamespace
@@ -162,7 +163,7 @@ def test_an_interrupted_archive_prune_finishes_when_run_again(
     plans = plan_prune(saver, PrunePolicy(older_than=middle))
     archive_path = tmp_path / "archive.db"
 
-    def crash(*args: Any) -> None:
+    def crash(*args: Any, **kwargs: Any) -> None:
         raise KeyboardInterrupt
 
     with SqliteSaver.from_conn_string(archive_path) as archive:
@@ -222,3 +223,54 @@ def test_pruning_the_parent_of_an_update_keeps_the_list_it_extends(db_path: Path
         execute_prune(saver, plan_prune(saver, keep_newest))
         assert app.get_state(cfg("t")).values == before
         assert saver.integrity_problems() == []
+
+
+def blob_keys(db_path: Path) -> tuple[set[int], int]:
+    conn = sqlite3.connect(db_path)
+    try:
+        keys = {key for (key,) in conn.execute("SELECT blob_key FROM blobs")}
+        return keys, conn.execute("SELECT count(*) FROM blob_debt").fetchone()[0]
+    finally:
+        conn.close()
+
+
+def test_a_prune_cut_between_batches_collects_its_garbage_when_run_again(
+    db_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    keep_newest = PrunePolicy(older_than=datetime(2100, 1, 1, tzinfo=UTC), keep_last=2)
+    with SqliteSaver.from_conn_string(db_path) as saver:
+        app = random_graph([1, 2]).compile(checkpointer=saver)
+        for _ in range(4):  # the log grows past the inline size: blobs to collect
+            app.invoke({"x": 0, "log": ["a long entry to make the list a blob"] * 3}, cfg("t"))
+        head = app.get_state(cfg("t")).values
+    # the same prune, done in one go on a copy, is what a finished prune leaves
+    reference = db_path.with_name("reference.db")
+    reference.write_bytes(db_path.read_bytes())
+    with SqliteSaver.from_conn_string(reference) as saver:
+        execute_prune(saver, plan_prune(saver, keep_newest))
+    expected, _ = blob_keys(reference)
+
+    monkeypatch.setattr("ttcli.ops.prune.BATCH_SIZE", 3)
+    with SqliteSaver.from_conn_string(db_path) as saver:
+        app = random_graph([1, 2]).compile(checkpointer=saver)
+        calls = 0
+        delete = saver.delete_checkpoints
+
+        def crash_on_second(*args: Any, **kwargs: Any) -> None:
+            nonlocal calls
+            calls += 1
+            if calls == 2:
+                raise KeyboardInterrupt
+            delete(*args, **kwargs)
+
+        monkeypatch.setattr(saver, "delete_checkpoints", crash_on_second)
+        with pytest.raises(KeyboardInterrupt):
+            execute_prune(saver, plan_prune(saver, keep_newest))
+        monkeypatch.setattr(saver, "delete_checkpoints", delete)
+        assert blob_keys(db_path)[1] > 0  # the first batch's blobs wait as debt
+        assert app.get_state(cfg("t")).values == head
+
+        execute_prune(saver, plan_prune(saver, keep_newest))
+        assert app.get_state(cfg("t")).values == head
+        assert saver.integrity_problems() == []
+    assert blob_keys(db_path) == (expected, 0)

@@ -62,7 +62,7 @@ def test_the_database_is_what_schema_sql_describes(db_path: Path) -> None:
     reference.executescript((ROOT / "schema.sql").read_text())
     created = sqlite3.connect(db_path)
     assert structure(created) == structure(reference)
-    assert created.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 2
+    assert created.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 3
     assert created.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
 
 
@@ -333,6 +333,7 @@ def test_a_version_1_file_is_migrated_forward(db_path: Path) -> None:
         put_chain(saver, steps=2)
     conn = sqlite3.connect(db_path)
     conn.execute("ALTER TABLE threads DROP COLUMN info")  # as version 1 made it
+    conn.execute("DROP TABLE blob_debt")
     conn.execute("PRAGMA user_version = 1")
     conn.commit()
     conn.close()
@@ -341,7 +342,7 @@ def test_a_version_1_file_is_migrated_forward(db_path: Path) -> None:
         saver.set_thread_info("t", {"target": "app.py:graph"})
         assert saver.get_thread_info("t") == {"target": "app.py:graph"}
     migrated = sqlite3.connect(db_path)
-    assert migrated.execute("PRAGMA user_version").fetchone() == (2,)
+    assert migrated.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,)
     reference = sqlite3.connect(":memory:")
     reference.executescript((ROOT / "schema.sql").read_text())
     assert structure(migrated) == structure(reference)

@@ -239,45 +239,41 @@ def _diff_lines(record: dict[str, Any], changes: list[Any], steps: dict[str, Any
 
 @click.command()
 @click.option("--prefix", default="", metavar="P", help="Only threads whose id starts with P.")
+@click.option(
+    "--bytes", "sizes", is_flag=True,
+    help="Also the bytes each thread takes (reads every checkpoint of the thread).",
+)  # fmt: skip
 @output_options
 @pass_env
-def threads(env: Env, prefix: str) -> None:
-    """List threads: checkpoints, last step, last activity, status (done, paused, failed)
-    and the bytes each takes in the file.
+def threads(env: Env, prefix: str, sizes: bool) -> None:
+    """List threads: checkpoints, last step, last activity, status (done, paused, failed),
+    and with --bytes the bytes each takes in the file.
 
     \b
     Example:
         ttcli threads --prefix order:
+        ttcli threads --bytes --format csv > threads.csv
     """
-    found = inspect.threads(env.saver(), prefix)
-    render.rows(
-        env,
-        [
-            {
-                "thread_id": t.thread_id,
-                "checkpoint_ns": t.checkpoint_ns,
-                "checkpoints": t.checkpoints,
-                "last_step": t.last_step,
-                "last_activity": t.last_activity,
-                "status": t.status,
-                "bytes": t.bytes,
-            }
-            for t in found
-        ],
-        ["thread", "ns", "checkpoints", "last step", "last activity", "status", "bytes"],
-        [
-            [
-                t.thread_id,
-                t.checkpoint_ns or "-",
-                t.checkpoints,
-                t.last_step,
-                t.last_activity,
-                t.status,
-                "-" if t.bytes is None else t.bytes,
-            ]
-            for t in found
-        ],
-    )
+    found = inspect.threads(env.saver(), prefix, sizes=sizes)
+    columns = ["thread", "ns", "checkpoints", "last step", "last activity", "status"]
+    records = [
+        {
+            "thread_id": t.thread_id,
+            "checkpoint_ns": t.checkpoint_ns,
+            "checkpoints": t.checkpoints,
+            "last_step": t.last_step,
+            "last_activity": t.last_activity,
+            "status": t.status,
+        }
+        | ({"bytes": t.bytes} if sizes else {})
+        for t in found
+    ]
+    table = [
+        [t.thread_id, t.checkpoint_ns or "-", t.checkpoints, t.last_step, t.last_activity, t.status]
+        + (["-" if t.bytes is None else t.bytes] if sizes else [])
+        for t in found
+    ]
+    render.rows(env, records, columns + (["bytes"] if sizes else []), table)
 
 
 @click.command()

@@ -235,7 +235,9 @@ class ThreadRow:
     bytes: int | None
 
 
-def threads(saver: BaseSaver, prefix: str = "") -> list[ThreadRow]:
+def threads(saver: BaseSaver, prefix: str = "", *, sizes: bool = False) -> list[ThreadRow]:
+    """The threads whose id starts with `prefix`; `sizes` adds the bytes each takes, which
+    reads all of every thread."""
     rows = []
     for summary in saver.list_threads(prefix):
         ref = CheckpointRef(summary.thread_id, summary.checkpoint_ns)
@@ -250,7 +252,7 @@ def threads(saver: BaseSaver, prefix: str = "") -> list[ThreadRow]:
                 last_step=int(latest.metadata.get("step", 0)),
                 last_activity=summary.latest_ts,
                 status=status(tasks(latest, saver.get_writes(latest.config))),
-                bytes=saver.thread_bytes(ref.to_config()),
+                bytes=saver.thread_bytes(ref.to_config()) if sizes else None,
             )
         )
     return rows

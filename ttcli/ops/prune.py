@@ -110,9 +110,12 @@ def execute_prune(
         if archive is not None:
             report.archived += _archive(saver, ref, plan.doomed, archive)
         # newest first: whatever is left between batches still reads whole
+        # blobs are collected once, with the thread's last batch: collecting after each batch
+        # would read every remaining checkpoint of the thread each time
         for start in range(0, len(plan.doomed), BATCH_SIZE):
             batch = plan.doomed[start : start + BATCH_SIZE]
-            saver.delete_checkpoints(ref.to_config(), batch)
+            last = start + BATCH_SIZE >= len(plan.doomed)
+            saver.delete_checkpoints(ref.to_config(), batch, collect=last)
             _advance(progress, report, len(batch), total)
         report.threads += 1
     return report

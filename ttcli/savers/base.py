@@ -191,12 +191,16 @@ class BaseSaver(ABC):
         """Remove every checkpoint and write of a thread, in every namespace."""
 
     @abstractmethod
-    def delete_checkpoints(self, config: RunnableConfig, checkpoint_ids: Sequence[str]) -> None:
+    def delete_checkpoints(
+        self, config: RunnableConfig, checkpoint_ids: Sequence[str], *, collect: bool = True
+    ) -> None:
         """Delete some checkpoints of the config's thread (prune's primitive).
 
         Every other checkpoint reads exactly as before: values, metadata, and its own pending
         writes. One whose parent is deleted keeps its `parent_config` naming that parent, so
         history simply ends earlier. Ids that do not exist are ignored, so a retry is safe.
+        With `collect=False` a saver may leave storage only the deleted checkpoints used to
+        be reclaimed by the next call that collects (a prune collects with its last batch).
         """
 
     @abstractmethod

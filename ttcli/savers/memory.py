@@ -138,7 +138,9 @@ class InMemorySaver(BaseSaver):
                 del self._threads[key]
             self._info.pop(thread_id, None)
 
-    def delete_checkpoints(self, config: RunnableConfig, checkpoint_ids: Sequence[str]) -> None:
+    def delete_checkpoints(
+        self, config: RunnableConfig, checkpoint_ids: Sequence[str], *, collect: bool = True
+    ) -> None:
         ref = self.ref(config)
         with self._lock:
             thread = self._threads.get((ref.thread_id, ref.checkpoint_ns), {})

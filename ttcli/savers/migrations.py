@@ -8,11 +8,13 @@ from pathlib import Path
 from ttcli.errors import SchemaVersionError, StorageError
 from ttcli.savers.sqlite_errors import storage_error
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 #: upgrade steps: MIGRATIONS[v] turns a version-v database into version v + 1
 MIGRATIONS: dict[int, str] = {
     1: "ALTER TABLE threads ADD COLUMN info TEXT;",
+    2: "CREATE TABLE blob_debt (thread_key INTEGER NOT NULL, blob_key INTEGER NOT NULL, "
+    "PRIMARY KEY (thread_key, blob_key)) WITHOUT ROWID;",
 }
 
 

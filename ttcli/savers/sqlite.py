@@ -158,6 +158,13 @@ INSERT OR REPLACE INTO writes (thread_key, checkpoint_id, tasks)
 VALUES (:thread_key, :checkpoint_id, :tasks)
 """
 
+#: a checkpoint row's bytes, as SQL over `checkpoints` (the 8 stands for the step)
+_ROW_BYTES = (
+    "coalesce(sum(length(checkpoint_id) + coalesce(length(parent_id), 0) + length(source) + 8 "
+    "+ coalesce(length(writers), 0) + coalesce(length(metadata), 0) + length(state) "
+    "+ coalesce(length(parent_writes), 0)), 0) FROM checkpoints"
+)
+
 STATE_CACHE_MAX = 1024  # resolved checkpoint states kept for delta decoding
 
 Pending = dict[str, tuple[str, dict[int, tuple[str, Any]]]]
@@ -183,6 +190,9 @@ class SqliteSaver(BaseSaver):
         self.blobs = BlobStore(self.conn)
         self.names = Names(self.conn)
         self._states: OrderedDict[tuple[int, bytes], State] = OrderedDict()
+        #: bytes of rows and values deleted through this saver (committed or not), so that
+        #: `prune` can say what it freed without reading the threads again
+        self.deleted_bytes = 0
         try:
             self.conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
             ensure_schema(self.conn, self.path)
@@ -423,51 +433,106 @@ class SqliteSaver(BaseSaver):
                 for task_id, path, channel, entry in _in_order(self._pending(conn, row[0], row[3]))
             ]
 
-    def delete_checkpoints(self, config: RunnableConfig, checkpoint_ids: Sequence[str]) -> None:
+    def delete_checkpoints(
+        self, config: RunnableConfig, checkpoint_ids: Sequence[str], *, collect: bool = True
+    ) -> None:
         ref = self.ref(config)
         wanted = {key for key in map(_id_bytes, checkpoint_ids) if key is not None}
         with self.write() as conn:
             thread_key = self._thread_key(conn, ref)
-            if thread_key is None or not wanted:
+            if thread_key is None:
                 return
-            doomed = [key for key in self._ids(conn, thread_key) if key in wanted]
-            # children that stay: a full state instead of a delta on a parent about to go,
-            # and no longer the parent's pending writes
-            freed = self._refs(conn, thread_key, doomed)
-            for child, stored_parent, moved in conn.execute(
-                "SELECT checkpoint_id, parent_id, parent_writes FROM checkpoints "
-                "WHERE thread_key = ? AND parent_id IS NOT NULL",
-                (thread_key,),
-            ).fetchall():
-                if unpack_parent(child, stored_parent) in wanted and child not in wanted:
-                    state = self._state(conn, thread_key, child)
-                    assert state is not None
-                    for _path, writes in decode_pending(moved, self.names).values():
-                        for _channel, entry in writes.values():
-                            freed.update(entry_refs(entry))
-                    conn.execute(
-                        "UPDATE checkpoints SET state = ?, parent_writes = NULL "
-                        "WHERE thread_key = ? AND checkpoint_id = ?",
-                        (state.encode(self.names, None), thread_key, child),
-                    )
-            for chunk in _chunks(doomed):
-                marks = ",".join("?" * len(chunk))
-                for table in ("writes", "checkpoints"):
-                    conn.execute(
-                        f"DELETE FROM {table} WHERE thread_key = ? AND checkpoint_id IN ({marks})",
-                        [thread_key, *chunk],
-                    )
-            self._states.clear()
-            candidates = self.blobs.reachable(freed)
-            if candidates:
-                # blobs point only at older ones: what stays needs walking down to the oldest
-                # candidate, no further
-                kept = self._refs(conn, thread_key, self._ids(conn, thread_key))
-                needed = self.blobs.reachable(kept, floor=min(candidates))
-                self._delete_blobs(conn, candidates - needed)
-            if not self._ids(conn, thread_key):
-                conn.execute("DELETE FROM threads WHERE thread_key = ?", (thread_key,))
+            doomed = self._present(conn, thread_key, wanted)
+            if doomed:
+                self._delete_rows(conn, thread_key, doomed)
+            if collect:
+                self._collect(conn, thread_key)
+                if not self._has_rows(conn, thread_key):
+                    conn.execute("DELETE FROM threads WHERE thread_key = ?", (thread_key,))
         self.forget()
+
+    def _present(
+        self, conn: sqlite3.Connection, thread_key: int, ids: set[bytes]
+    ) -> builtins.list[bytes]:
+        found: builtins.list[bytes] = []
+        for chunk in _chunks(sorted(ids)):
+            marks = ",".join("?" * len(chunk))
+            found += [
+                key
+                for (key,) in conn.execute(
+                    "SELECT checkpoint_id FROM checkpoints "
+                    f"WHERE thread_key = ? AND checkpoint_id IN ({marks})",
+                    [thread_key, *chunk],
+                )
+            ]
+        return found
+
+    def _delete_rows(
+        self, conn: sqlite3.Connection, thread_key: int, doomed: builtins.list[bytes]
+    ) -> None:
+        """Delete checkpoint rows; what they pointed at becomes the thread's blob debt."""
+        wanted = set(doomed)
+        freed = self._refs(conn, thread_key, doomed)
+        # children that stay get a full state instead of a delta on a parent about to go, and
+        # no longer hold the parent's pending writes; a child is always newer than its parent
+        for child, stored_parent, moved in conn.execute(
+            "SELECT checkpoint_id, parent_id, parent_writes FROM checkpoints "
+            "WHERE thread_key = ? AND checkpoint_id > ? AND parent_id IS NOT NULL",
+            (thread_key, min(doomed)),
+        ).fetchall():
+            if unpack_parent(child, stored_parent) in wanted and child not in wanted:
+                state = self._state(conn, thread_key, child)
+                assert state is not None
+                for _path, writes in decode_pending(moved, self.names).values():
+                    for _channel, entry in writes.values():
+                        freed.update(entry_refs(entry))
+                conn.execute(
+                    "UPDATE checkpoints SET state = ?, parent_writes = NULL "
+                    "WHERE thread_key = ? AND checkpoint_id = ?",
+                    (state.encode(self.names, None), thread_key, child),
+                )
+        for chunk in _chunks(doomed):
+            marks = ",".join("?" * len(chunk))
+            for size_sql in (_ROW_BYTES, "coalesce(sum(length(tasks)), 0) FROM writes"):
+                (size,) = conn.execute(
+                    f"SELECT {size_sql} WHERE thread_key = ? AND checkpoint_id IN ({marks})",
+                    [thread_key, *chunk],
+                ).fetchone()
+                self.deleted_bytes += int(size)
+            for table in ("writes", "checkpoints"):
+                conn.execute(
+                    f"DELETE FROM {table} WHERE thread_key = ? AND checkpoint_id IN ({marks})",
+                    [thread_key, *chunk],
+                )
+        conn.executemany(
+            "INSERT OR IGNORE INTO blob_debt (thread_key, blob_key) VALUES (?, ?)",
+            [(thread_key, key) for key in freed],
+        )
+        self._states.clear()
+
+    def _collect(self, conn: sqlite3.Connection, thread_key: int) -> None:
+        """Delete the blobs of the thread's debt that no remaining checkpoint needs."""
+        debt = [
+            key
+            for (key,) in conn.execute(
+                "SELECT blob_key FROM blob_debt WHERE thread_key = ?", (thread_key,)
+            )
+        ]
+        candidates = self.blobs.reachable(debt)
+        if candidates:
+            # blobs point only at older ones: what stays needs walking down to the oldest
+            # candidate, no further
+            kept = self._refs(conn, thread_key, self._ids(conn, thread_key))
+            needed = self.blobs.reachable(kept, floor=min(candidates))
+            self._delete_blobs(conn, candidates - needed)
+        conn.execute("DELETE FROM blob_debt WHERE thread_key = ?", (thread_key,))
+
+    @staticmethod
+    def _has_rows(conn: sqlite3.Connection, thread_key: int) -> bool:
+        found = conn.execute(
+            "SELECT 1 FROM checkpoints WHERE thread_key = ? LIMIT 1", (thread_key,)
+        ).fetchone()
+        return found is not None
 
     def checkpoint_ids(self, config: RunnableConfig) -> builtins.list[str]:
         ref = self.ref(config)
@@ -485,14 +550,17 @@ class SqliteSaver(BaseSaver):
         wanted = _id_bytes(ref.checkpoint_id or "")
         with self.read() as conn:
             thread_key = self._thread_key(conn, ref)
+            # children are newer than their parent; the stored parent id is the tail of the
+            # parent's id that differs from the child's, compared inside SQLite
             rows = conn.execute(
-                "SELECT checkpoint_id, parent_id FROM checkpoints "
-                "WHERE thread_key = ? AND parent_id IS NOT NULL",
-                (thread_key,),
+                "SELECT checkpoint_id FROM checkpoints "
+                "WHERE thread_key = :thread_key AND checkpoint_id > :parent "
+                "AND parent_id = substr(:parent, 17 - length(parent_id)) "
+                "AND substr(checkpoint_id, 1, 16 - length(parent_id)) "
+                "= substr(:parent, 1, 16 - length(parent_id))",
+                {"thread_key": thread_key, "parent": wanted},
             ).fetchall()
-        return sorted(
-            _id_text(child) for child, parent in rows if unpack_parent(child, parent) == wanted
-        )
+        return sorted(_id_text(child) for (child,) in rows)
 
     def integrity_problems(self) -> builtins.list[str]:
         with self.read() as conn:
@@ -523,11 +591,7 @@ class SqliteSaver(BaseSaver):
             if thread_key is None:
                 return 0
             (rows,) = conn.execute(
-                "SELECT coalesce(sum(length(checkpoint_id) + coalesce(length(parent_id), 0) "
-                "+ length(source) + 8 + coalesce(length(writers), 0) "
-                "+ coalesce(length(metadata), 0) + length(state) "
-                "+ coalesce(length(parent_writes), 0)), 0) FROM checkpoints WHERE thread_key = ?",
-                (thread_key,),
+                f"SELECT {_ROW_BYTES} WHERE thread_key = ?", (thread_key,)
             ).fetchone()
             (pending,) = conn.execute(
                 "SELECT coalesce(sum(length(tasks)), 0) FROM writes WHERE thread_key = ?",
@@ -613,7 +677,14 @@ class SqliteSaver(BaseSaver):
                     )
                 ]
                 refs = self._refs(conn, thread_key, ids)
+                refs.update(
+                    key
+                    for (key,) in conn.execute(
+                        "SELECT blob_key FROM blob_debt WHERE thread_key = ?", (thread_key,)
+                    )
+                )
                 self._delete_blobs(conn, self.blobs.reachable(refs))
+                conn.execute("DELETE FROM blob_debt WHERE thread_key = ?", (thread_key,))
                 conn.execute("DELETE FROM writes WHERE thread_key = ?", (thread_key,))
                 conn.execute("DELETE FROM checkpoints WHERE thread_key = ?", (thread_key,))
                 conn.execute("DELETE FROM threads WHERE thread_key = ?", (thread_key,))
@@ -707,12 +778,15 @@ class SqliteSaver(BaseSaver):
         conn.execute(_DELETE_PENDING, params)
         return row[0]  # type: ignore[no-any-return]
 
-    @staticmethod
-    def _delete_blobs(conn: sqlite3.Connection, keys: Iterable[int]) -> None:
+    def _delete_blobs(self, conn: sqlite3.Connection, keys: Iterable[int]) -> None:
         for chunk in _chunks(sorted(keys)):
-            conn.execute(
-                f"DELETE FROM blobs WHERE blob_key IN ({','.join('?' * len(chunk))})", chunk
-            )
+            marks = ",".join("?" * len(chunk))
+            (size,) = conn.execute(
+                f"SELECT coalesce(sum(length(value)), 0) FROM blobs WHERE blob_key IN ({marks})",
+                chunk,
+            ).fetchone()
+            self.deleted_bytes += int(size)
+            conn.execute(f"DELETE FROM blobs WHERE blob_key IN ({marks})", chunk)
 
     def _thread_key(
         self, conn: sqlite3.Connection, ref: CheckpointRef, *, create: bool = False
