@@ -13,7 +13,7 @@ from pathlib import Path
 
 from tabulate import tabulate
 
-from bench import chat, prune, startup, supersteps
+from bench import chat, prune, scale, startup, supersteps
 
 RESULTS = Path(__file__).with_name("RESULTS.md")
 ANALYSIS = Path(__file__).with_name("analysis.md")
@@ -25,6 +25,7 @@ def main() -> None:
             supersteps.main(Path(workdir))
             + chat.main(Path(workdir))
             + prune.main(Path(workdir))
+            + scale.main(Path(workdir))
             + startup.main(Path(workdir))
         )
     machine = (

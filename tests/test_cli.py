@@ -353,3 +353,12 @@ def test_tree_marks_the_latest_and_paused_branch_heads(tmp_path: Path) -> None:
     assert lines[0].startswith("* ") and lines[0].endswith("(latest, next: review)")
     assert lines[1].startswith("| * ") and "act" in lines[1]
     assert lines[3] == "|/"
+
+
+def test_threads_show_sizes_only_when_asked(db: Path) -> None:
+    plain = data(ttcli(db, "threads", "--json"))
+    sized = data(ttcli(db, "threads", "--bytes", "--json"))
+    assert "bytes" not in plain[0]
+    assert sized[0]["bytes"] > 0
+    assert [{k: v for k, v in t.items() if k != "bytes"} for t in sized] == plain
+    assert ttcli(db, "threads", "--bytes").stdout.splitlines()[0].split()[-1] == "bytes"

@@ -85,7 +85,7 @@ def _threads(saver: BaseSaver, policy: PrunePolicy) -> list[ThreadSummary]:
 
 def _select(saver: BaseSaver, summary: ThreadSummary, policy: PrunePolicy) -> tuple[str, ...]:
     config = CheckpointRef(summary.thread_id, summary.checkpoint_ns).to_config()
-    ids = [t.checkpoint["id"] for t in saver.list_metadata(config)]  # newest first
+    ids = saver.checkpoint_ids(config)  # newest first, and only ids: flat memory per row
     # ids are time-ordered: "created before t" is "id below the smallest id made at t"
     if policy.idle_since is not None and summary.latest_id < lowest_id_at(policy.idle_since):
         return tuple(ids)

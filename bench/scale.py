@@ -1,0 +1,124 @@
+"""Scale: history, a filtered history, `show` deep in the past and `threads --prefix` on one
+thread of 1,000,000 checkpoints among 10,000 threads, against the same at 1,000 / 10; and the
+peak memory of reading history and of pruning the big thread at both sizes.
+
+The files are built through the saver's `put`, the way the runtime writes (one transaction per
+checkpoint); every 100th checkpoint is an `update`. TTCLI_BENCH_CHECKPOINTS scales the big
+thread down for a quick run.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from click.testing import CliRunner
+
+BIG = int(os.environ.get("TTCLI_BENCH_CHECKPOINTS", "1000000"))
+SIZES = ((1_000, 10), (BIG, 10_000))  # (checkpoints of the big thread, threads)
+REPEAT = 5
+
+
+def build(path: Path, checkpoints: int, threads: int) -> str:
+    """Returns the id of the checkpoint in the middle of the big thread."""
+    from ttcli.configs import CheckpointRef
+    from ttcli.savers.sqlite import SqliteSaver
+    from ttcli.uuid6 import id_time, new_id
+
+    middle = ""
+    with SqliteSaver.from_conn_string(path) as saver:
+        for number in range(threads):
+            ref, parent = CheckpointRef(f"t:{number:05d}"), None
+            for step in range(checkpoints if number == 0 else 2):
+                checkpoint_id = new_id(step)
+                checkpoint = {
+                    "v": 1, "id": checkpoint_id, "ts": id_time(checkpoint_id).isoformat(),
+                    "channel_values": {"n": step}, "channel_versions": {"n": step + 1},
+                    "versions_seen": {"count": {"n": step}}, "updated_channels": ["n"],
+                }  # fmt: skip
+                source = "update" if step % 100 == 99 else "loop"
+                metadata = {"source": source, "step": step, "parents": {}, "writes": None}
+                saver.put(ref.at(parent).to_config(), checkpoint, metadata, {"n": step + 1})  # type: ignore[arg-type]
+                parent = checkpoint_id
+                if number == 0 and step == checkpoints // 2:
+                    middle = checkpoint_id
+    return middle
+
+
+def best_ms(db: Path, *args: str) -> float:
+    from ttcli.cli import cli
+
+    best = float("inf")
+    for _ in range(REPEAT):
+        started = time.perf_counter()
+        result = CliRunner().invoke(cli, ["--db", str(db), *args])
+        best = min(best, time.perf_counter() - started)
+        assert result.exit_code == 0, result.stderr
+    return best * 1000
+
+
+def peak_rss_mb(*args: str) -> float:
+    """Peak resident memory of `ttcli ARGS` run as its own process."""
+    script = Path(sys.executable).with_name("ttcli")
+    process = subprocess.Popen([str(script), *args], stdout=subprocess.DEVNULL)
+    _, status, usage = os.wait4(process.pid, 0)
+    assert status == 0
+    return usage.ru_maxrss / 1024
+
+
+def measure(workdir: Path, checkpoints: int, threads: int) -> dict[str, float]:
+    db = workdir / f"scale-{checkpoints}.db"
+    started = time.perf_counter()
+    middle = build(db, checkpoints, threads)
+    built = time.perf_counter() - started
+    big = ["-t", "t:00000"]
+    found = {
+        "build": built,
+        "history": best_ms(db, "history", *big, "--limit", "20", "--json"),
+        "filter": best_ms(
+            db, "history", *big, "--filter", "source=update", "--limit", "20", "--json"
+        ),
+        "show": best_ms(db, "show", middle, *big, "--json"),
+        "threads": best_ms(db, "threads", "--prefix", "t:0000", "--json"),
+        "rss_history": peak_rss_mb("--db", str(db), "history", *big, "--limit", "20"),
+    }
+    started = time.perf_counter()
+    found["rss_prune"] = peak_rss_mb(
+        "--db", str(db), "prune", "--thread", "t:00000", "--older-than", "0s",
+        "--keep-last", "100", "--yes",
+    )  # fmt: skip
+    found["prune_rate"] = (checkpoints - 100) / (time.perf_counter() - started)
+    return found
+
+
+def main(workdir: Path) -> list[tuple[str, str, str, str]]:
+    small, big = (measure(workdir, n, t) for n, t in SIZES)
+    label = f"{SIZES[1][0]:,} checkpoints / {SIZES[1][1]:,} threads vs 1,000 / 10"
+    rows = [(f"scale: building the big file (s; {label})", f"{big['build']:.0f}", "", "")]
+    for key, what in (
+        ("history", "history --limit 20"),
+        ("filter", "history --filter source=update --limit 20"),
+        ("show", "show a checkpoint in the middle"),
+        ("threads", "threads --prefix (10 threads)"),
+    ):
+        rows.append((
+            f"scale: {what} (ms; target <= 2x)",
+            f"{big[key]:.1f}",
+            "",
+            f"{big[key] / small[key]:.2f}x its time at 1,000",
+        ))  # fmt: skip
+    for key, what in (("rss_history", "history"), ("rss_prune", "prune of the big thread")):
+        rows.append((
+            f"memory: peak RSS of {what} (MB; flat)",
+            f"{big[key]:.0f}",
+            "",
+            f"{small[key]:.0f} MB at 1,000",
+        ))  # fmt: skip
+    rows.append((
+        "scale: CLI prune of the big thread, checkpoints per second",
+        f"{big['prune_rate']:,.0f}", "", "",
+    ))  # fmt: skip
+    return rows
