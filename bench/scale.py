@@ -60,13 +60,28 @@ def best_ms(db: Path, *args: str) -> float:
     return best * 1000
 
 
+MEASURED = """
+import sys
+from ttcli.cli import cli
+try:
+    cli(sys.argv[1:], prog_name="ttcli")
+finally:
+    hwm = next(line for line in open("/proc/self/status") if line.startswith("VmHWM"))
+    print(int(hwm.split()[1]) / 1024, file=sys.stderr)
+"""
+
+
 def peak_rss_mb(*args: str) -> float:
-    """Peak resident memory of `ttcli ARGS` run as its own process."""
-    script = Path(sys.executable).with_name("ttcli")
-    process = subprocess.Popen([str(script), *args], stdout=subprocess.DEVNULL)
-    _, status, usage = os.wait4(process.pid, 0)
-    assert status == 0
-    return usage.ru_maxrss / 1024
+    """Peak resident memory of `ttcli ARGS` run as its own process: VmHWM, which (unlike
+    getrusage) does not inherit the benchmark's own peak through fork."""
+    done = subprocess.run(
+        [sys.executable, "-c", MEASURED, *args],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        check=True,
+    )
+    return float(done.stderr.split()[-1])
 
 
 def measure(workdir: Path, checkpoints: int, threads: int) -> dict[str, float]:
