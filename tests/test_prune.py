@@ -203,9 +203,15 @@ def test_pruning_frees_the_values_only_deleted_checkpoints_used(db_path: Path) -
         assert view == before[head]
         # only the kept checkpoint's text is left
         assert saver.conn.execute("SELECT count(*) FROM blobs").fetchone()[0] == 1
+        (newest,) = saver.conn.execute("SELECT max(blob_key) FROM blobs").fetchone()
         execute_prune(saver, plan_prune(saver, PrunePolicy(idle_since=boundary())))
-        assert saver.conn.execute("SELECT count(*) FROM blobs").fetchone()[0] == 0
         assert list(saver.list_threads()) == []
+        # all gone but the newest blob, kept so that its key is never handed out again
+        keys = saver.conn.execute("SELECT blob_key FROM blobs").fetchall()
+        assert keys == [(newest,)]
+        app.invoke({"text": "again"}, cfg("u"))
+        assert saver.conn.execute("SELECT min(blob_key) FROM blobs").fetchone() == (newest,)
+        assert saver.conn.execute("SELECT count(*) FROM blobs").fetchone()[0] == 2
 
 
 def test_pruning_the_parent_of_an_update_keeps_the_list_it_extends(db_path: Path) -> None:

@@ -130,20 +130,31 @@ def _advance(progress: Progress | None, report: PruneReport, done: int, total: i
 def _archive(
     saver: BaseSaver, ref: CheckpointRef, doomed: Sequence[str], archive: BaseSaver
 ) -> int:
-    """Copy the doomed checkpoints (oldest first, parents before children) and check them."""
+    """Copy the doomed checkpoints (oldest first, parents before children) and check them,
+    committing the archive once per batch."""
     copied = 0
-    for checkpoint_id in reversed(doomed):
-        saved = saver.get_tuple(ref.at(checkpoint_id).to_config())
-        if saved is None:
-            continue
-        copied += copy_checkpoint(saver, saved, archive, ref)
-        kept = archive.get_tuple(ref.at(checkpoint_id).to_config())
-        if kept is None or _differs(saver, saved, archive, kept):
-            raise StorageError(
-                f"archive check failed for checkpoint '{checkpoint_id}' of thread "
-                f"'{ref.thread_id}': nothing was deleted"
-            )
+    oldest_first = doomed[::-1]
+    for start in range(0, len(oldest_first), BATCH_SIZE):
+        with archive.batch():
+            for checkpoint_id in oldest_first[start : start + BATCH_SIZE]:
+                copied += _archive_one(saver, ref, checkpoint_id, archive)
     return copied
+
+
+def _archive_one(
+    saver: BaseSaver, ref: CheckpointRef, checkpoint_id: str, archive: BaseSaver
+) -> int:
+    saved = saver.get_tuple(ref.at(checkpoint_id).to_config())
+    if saved is None:
+        return 0
+    copied = copy_checkpoint(saver, saved, archive, ref)
+    kept = archive.get_tuple(ref.at(checkpoint_id).to_config())
+    if kept is None or _differs(saver, saved, archive, kept):
+        raise StorageError(
+            f"archive check failed for checkpoint '{checkpoint_id}' of thread "
+            f"'{ref.thread_id}': nothing was deleted"
+        )
+    return int(copied)
 
 
 def _differs(

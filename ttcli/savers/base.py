@@ -13,6 +13,7 @@ import builtins
 import re
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any, NamedTuple, TypedDict
 
 from ttcli.configs import CheckpointRef, RunnableConfig
@@ -214,6 +215,11 @@ class BaseSaver(ABC):
     @abstractmethod
     def list_threads(self, prefix: str = "") -> Iterator[ThreadSummary]:
         """Every thread (per namespace) whose id starts with `prefix`, ordered by id."""
+
+    def batch(self) -> AbstractContextManager[None]:
+        """Group the writes of a block into one transaction where the saver has them (all
+        commit or none); archiving uses it to commit once per batch, not per checkpoint."""
+        return nullcontext()
 
     def checkpoint_ids(self, config: RunnableConfig) -> builtins.list[str]:
         """Every checkpoint id of the config's thread, newest first, read without decoding
