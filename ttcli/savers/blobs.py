@@ -126,6 +126,10 @@ class BlobStore:
         rows = self.conn.execute(_CHAIN, {"blob_key": blob_key}).fetchall()
         if not rows or rows[-1][0] != blob_key or rows[0][1] is not None:
             raise CorruptValueError(f"stored value {blob_key} is missing or its chain is broken")
+        if len(rows) > 1 and not any(is_record for _, _, is_record, _ in rows):
+            joined = _joined_lists([data for *_, data in rows])
+            if joined is not None:  # the whole chain is plain lists: decode it in one go
+                return self._decode(0, joined, blob_key)
         value = self._decode(rows[0][2], rows[0][3], rows[0][0])
         if len(rows) == 1:
             return value
@@ -363,6 +367,26 @@ def _body(data: bytes) -> bytes:
     if first == 0xDD:
         return data[5:]
     raise CorruptValueError("expected an encoded list")
+
+
+def _joined_lists(parts: list[bytes]) -> bytes | None:
+    """One encoded list of the items of several encoded lists, or None if one is not a list
+    (then the caller decodes blob by blob and says which one is wrong)."""
+    count, bodies = 0, []
+    for data in parts:
+        first = data[:1]
+        if not first:
+            return None
+        if 0x90 <= first[0] <= 0x9F:
+            count, body = count + (first[0] & 0x0F), data[1:]
+        elif first[0] == 0xDC and len(data) >= 3:
+            count, body = count + int.from_bytes(data[1:3], "big"), data[3:]
+        elif first[0] == 0xDD and len(data) >= 5:
+            count, body = count + int.from_bytes(data[1:5], "big"), data[5:]
+        else:
+            return None
+        bodies.append(body)
+    return _array_header(count) + b"".join(bodies)
 
 
 def _array_header(count: int) -> bytes:
