@@ -1,4 +1,4 @@
--- ttcli database format, version 3.
+-- ttcli database format, version 4.
 --
 -- One SQLite file holds any number of threads. Every checkpoint (a thread's state at one
 -- superstep boundary) is a row of `checkpoints`; the values it holds are stored once per
@@ -23,7 +23,7 @@
 -- ttcli applies this file to a new database and migrates older versions forward; a file whose
 -- user_version is newer than the one below is refused, never guessed at.
 
-PRAGMA user_version = 3;
+PRAGMA user_version = 4;
 
 -- A thread of checkpoints in one namespace ('' for the root graph).
 CREATE TABLE threads (
@@ -33,6 +33,9 @@ CREATE TABLE threads (
     info           TEXT,              -- JSON: what ttcli records about the thread, e.g. the
                                       -- graph TARGET `ttcli run` ran ({"target": "app.py:graph"});
                                       -- on the row of namespace '' (added in version 2)
+    checkpoints    INTEGER NOT NULL DEFAULT 0,  -- how many rows of `checkpoints` the thread has,
+                                      -- kept by every insert and delete, so that listing
+                                      -- threads does not count them (added in version 4)
     UNIQUE (thread_id, checkpoint_ns)
 );
 

@@ -5,6 +5,7 @@ every storable value round-trips through the serialiser.
 Invariants checked after every operation:
 - history is newest first (ids strictly decrease), and `get_state` is its head;
 - every parent exists in the thread, unless a prune deleted it;
+- `list_threads` counts what `list` returns;
 - no checkpoint changes once written (forks and updates leave the old branch as it was),
   and only prune makes one disappear.
 """
@@ -120,8 +121,10 @@ def apply(op: tuple[str, str, int], graph: CompiledStateGraph, saver: SqliteSave
 
 def check(saver: SqliteSaver, graph: CompiledStateGraph, model: Model) -> None:
     present: dict[tuple[str, str], Any] = {}
+    listed = {t.thread_id: t.checkpoints for t in saver.list_threads()}
     for thread in THREADS:
         history = list(saver.list(config(thread)))
+        assert listed.get(thread, 0) == len(history)  # the kept count matches the rows
         ids = [saved.checkpoint["id"] for saved in history]
         assert ids == sorted(ids, reverse=True) and len(set(ids)) == len(ids)
         if history:

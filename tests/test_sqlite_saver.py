@@ -62,7 +62,7 @@ def test_the_database_is_what_schema_sql_describes(db_path: Path) -> None:
     reference.executescript((ROOT / "schema.sql").read_text())
     created = sqlite3.connect(db_path)
     assert structure(created) == structure(reference)
-    assert created.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 3
+    assert created.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 4
     assert created.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
 
 
@@ -333,12 +333,14 @@ def test_a_version_1_file_is_migrated_forward(db_path: Path) -> None:
         put_chain(saver, steps=2)
     conn = sqlite3.connect(db_path)
     conn.execute("ALTER TABLE threads DROP COLUMN info")  # as version 1 made it
+    conn.execute("ALTER TABLE threads DROP COLUMN checkpoints")
     conn.execute("DROP TABLE blob_debt")
     conn.execute("PRAGMA user_version = 1")
     conn.commit()
     conn.close()
     with SqliteSaver.from_conn_string(db_path) as saver:
         assert [t.metadata["step"] for t in saver.list(config())] == [0, -1]
+        assert [t.checkpoints for t in saver.list_threads()] == [2]  # counted when migrating
         saver.set_thread_info("t", {"target": "app.py:graph"})
         assert saver.get_thread_info("t") == {"target": "app.py:graph"}
     migrated = sqlite3.connect(db_path)

@@ -8,13 +8,16 @@ from pathlib import Path
 from ttcli.errors import SchemaVersionError, StorageError
 from ttcli.savers.sqlite_errors import storage_error
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 #: upgrade steps: MIGRATIONS[v] turns a version-v database into version v + 1
 MIGRATIONS: dict[int, str] = {
     1: "ALTER TABLE threads ADD COLUMN info TEXT;",
     2: "CREATE TABLE blob_debt (thread_key INTEGER NOT NULL, blob_key INTEGER NOT NULL, "
     "PRIMARY KEY (thread_key, blob_key)) WITHOUT ROWID;",
+    3: "ALTER TABLE threads ADD COLUMN checkpoints INTEGER NOT NULL DEFAULT 0;\n"
+    "UPDATE threads SET checkpoints = "
+    "(SELECT count(*) FROM checkpoints AS c WHERE c.thread_key = threads.thread_key);",
 }
 
 
