@@ -153,3 +153,17 @@ def test_verify_passes_a_healthy_file(tmp_path: Path) -> None:
         0,
         "checked 6 checkpoints in 1 threads: 0 problems\n",
     )
+
+
+def test_verify_reports_a_thread_count_that_rows_written_behind_its_back_broke(
+    tmp_path: Path,
+) -> None:
+    db = tmp_path / "counted.db"
+    ttcli(db, "run", ORDER_AGENT, "-t", "t", "--input", json.dumps(ORDER))
+    conn = sqlite3.connect(db)
+    conn.execute("DELETE FROM checkpoints WHERE step = -1")  # another tool, not ttcli
+    conn.commit()
+    conn.close()
+    result = ttcli(db, "verify")
+    assert result.exit_code == 6
+    assert "thread 't' (namespace '') is recorded with 6 checkpoints but has 5" in result.stdout

@@ -589,7 +589,18 @@ class SqliteSaver(BaseSaver):
     def integrity_problems(self) -> builtins.list[str]:
         with self.read() as conn:
             found = [row[0] for row in conn.execute("PRAGMA integrity_check")]
-        return [] if found == ["ok"] else found
+            if found != ["ok"]:
+                return found
+            # a tool that wrote rows behind ttcli's back leaves the kept counts wrong
+            return [
+                f"thread '{thread_id}' (namespace '{ns}') is recorded with {kept} checkpoints "
+                f"but has {real}"
+                for thread_id, ns, kept, real in conn.execute(
+                    "SELECT thread_id, checkpoint_ns, checkpoints, ("
+                    "SELECT count(*) FROM checkpoints AS c WHERE c.thread_key = t.thread_key"
+                    ") AS real FROM threads AS t WHERE checkpoints != real"
+                )
+            ]
 
     def neighbour_ids(self, config: RunnableConfig, checkpoint_ids: Iterable[str]) -> set[str]:
         ref = self.ref(config)
