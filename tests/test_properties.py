@@ -104,8 +104,14 @@ def apply(op: tuple[str, str, int], graph: CompiledStateGraph, saver: SqliteSave
             thread=thread,
         )
         plans = plan_prune(saver, policy)
+        doomed = {
+            (thread, i)
+            for plan in plans
+            for i in saver.checkpoint_ids(config(thread), below=plan.below)
+        }
+        assert len(doomed) == sum(plan.count for plan in plans)
         execute_prune(saver, plans)
-        return {(thread, i) for plan in plans for i in plan.doomed}
+        return doomed
     saved = pick(saver, thread, number)
     if saved is None:
         return set()

@@ -60,7 +60,7 @@ def test_a_plan_changes_nothing(saver: BaseSaver) -> None:
     app, middle = two_runs(saver)
     before = views(app, "t")
     plans = plan_prune(saver, PrunePolicy(older_than=middle))
-    assert [(p.thread_id, len(p.doomed), p.total) for p in plans] == [("t", 4, 8)]
+    assert [(p.thread_id, p.count, p.total) for p in plans] == [("t", 4, 8)]
     assert views(app, "t") == before
 
 
@@ -86,7 +86,7 @@ def test_keep_last_keeps_the_newest_of_each_thread(saver: BaseSaver) -> None:
     two_runs(saver, "b")
     everything = boundary()
     plans = plan_prune(saver, PrunePolicy(older_than=everything, keep_last=3))
-    assert sorted((p.thread_id, len(p.doomed)) for p in plans) == [("a", 5), ("b", 5)]
+    assert sorted((p.thread_id, p.count) for p in plans) == [("a", 5), ("b", 5)]
     execute_prune(saver, plans)
     assert [t.checkpoints for t in saver.list_threads()] == [3, 3]
 
@@ -97,7 +97,7 @@ def test_idle_deletes_whole_threads_within_the_scope(saver: BaseSaver) -> None:
     middle = boundary()
     two_runs(saver, "job:new")
     plans = plan_prune(saver, PrunePolicy(idle_since=middle, prefix="job:"))
-    assert [(p.thread_id, len(p.doomed)) for p in plans] == [("job:old", 8)]
+    assert [(p.thread_id, p.count) for p in plans] == [("job:old", 8)]
     execute_prune(saver, plans)
     assert [t.thread_id for t in saver.list_threads()] == ["job:new", "other:old"]
     assert plan_prune(saver, PrunePolicy(idle_since=middle, thread="other:old"))[0].total == 8
@@ -280,3 +280,14 @@ def test_a_prune_cut_between_batches_collects_its_garbage_when_run_again(
         assert app.get_state(cfg("t")).values == head
         assert saver.integrity_problems() == []
     assert blob_keys(db_path) == (expected, 0)
+
+
+def test_what_a_writer_adds_after_the_plan_is_not_deleted(saver: BaseSaver) -> None:
+    app, _ = two_runs(saver)
+    plans = plan_prune(saver, PrunePolicy(idle_since=boundary()))
+    assert [(p.thread_id, p.count) for p in plans] == [("t", 8)]
+    app.invoke({"x": 3}, cfg("t"))  # the thread wakes up between the plan and the prune
+    fresh = set(views(app, "t")) - {i for i in saver.checkpoint_ids(cfg("t"), below=plans[0].below)}
+    report = execute_prune(saver, plans)
+    assert report.checkpoints == 8
+    assert set(views(app, "t")) == fresh and len(fresh) == 4

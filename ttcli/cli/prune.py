@@ -82,10 +82,8 @@ def prune(
     saver = env.saver()
     plans = plan_prune(saver, policy)
     if not yes:
-        doomed = sum(len(p.doomed) for p in plans)
-        estimate = sum(
-            (saver.thread_bytes(_config(p)) or 0) * len(p.doomed) // p.total for p in plans
-        )
+        doomed = sum(p.count for p in plans)
+        estimate = sum((saver.thread_bytes(_config(p)) or 0) * p.count // p.total for p in plans)
         _print(env, PruneReport(len(plans), doomed, 0, plans), estimate, done=False)
         return
     # counted as rows and values are deleted, not by reading the threads before and after: a
@@ -103,7 +101,7 @@ def _config(plan: ThreadPlan) -> dict[str, Any]:
 def _delete(saver: SqliteSaver, plans: list[ThreadPlan], archive: str | None) -> PruneReport:
     if not sys.stderr.isatty():  # cron: no progress bar
         return _execute(saver, plans, archive, None)
-    total = sum(len(p.doomed) for p in plans)
+    total = sum(p.count for p in plans)
     with click.progressbar(length=total, label="pruning", file=sys.stderr) as bar:
         return _execute(saver, plans, archive, lambda done, _: bar.update(done - bar.pos))
 
@@ -131,8 +129,8 @@ def _print(env: Env, report: PruneReport, size: int, *, done: bool) -> None:
         {
             "thread_id": p.thread_id,
             "checkpoint_ns": p.checkpoint_ns,
-            "delete": len(p.doomed),
-            "keep": p.total - len(p.doomed),
+            "delete": p.count,
+            "keep": p.total - p.count,
         }
         for p in report.plans
     ]
@@ -146,7 +144,7 @@ def _print(env: Env, report: PruneReport, size: int, *, done: bool) -> None:
     }
     lines = [
         f"  {p.thread_id}{f' [{p.checkpoint_ns}]' if p.checkpoint_ns else ''}: "
-        f"delete {len(p.doomed)}, keep {p.total - len(p.doomed)}"
+        f"delete {p.count}, keep {p.total - p.count}"
         for p in report.plans
     ]
     render.document(env, record, [*([] if done else lines), summary])

@@ -12,13 +12,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from ttcli.configs import CheckpointRef
+from ttcli.configs import CheckpointRef, RunnableConfig
 from ttcli.errors import StorageError
 from ttcli.ops.copy import copy_checkpoint
 from ttcli.savers.base import BaseSaver, CheckpointTuple, ThreadSummary
 from ttcli.uuid6 import lowest_id_at
 
 BATCH_SIZE = 500  # checkpoints per delete transaction, so concurrent writers are not starved
+PAGE_SIZE = 10_000  # ids read at a time when counting
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,12 +42,19 @@ class PrunePolicy:
 
 @dataclass(frozen=True, slots=True)
 class ThreadPlan:
-    """What a prune does to one thread (in one namespace)."""
+    """What a prune does to one thread (in one namespace).
+
+    Ids are time-ordered, so what a policy selects is always the checkpoints below some id:
+    the plan holds that bound and a count, never the ids, and a prune of a 1,000,000-checkpoint
+    thread needs no more memory than one of 1,000.
+    """
 
     thread_id: str
     checkpoint_ns: str
-    #: checkpoint ids that go, newest first
-    doomed: tuple[str, ...]
+    #: the checkpoints whose id is below this one go
+    below: str
+    #: how many go
+    count: int
     #: how many the thread has now
     total: int
 
@@ -70,10 +78,14 @@ def plan_prune(saver: BaseSaver, policy: PrunePolicy) -> list[ThreadPlan]:
         return []
     plans = []
     for summary in _threads(saver, policy):
-        doomed = _select(saver, summary, policy)
-        if doomed:
+        config = CheckpointRef(summary.thread_id, summary.checkpoint_ns).to_config()
+        below = _bound(saver, summary, policy)
+        count = 0 if below is None else _count(saver, config, below)
+        if below is not None and count:
             plans.append(
-                ThreadPlan(summary.thread_id, summary.checkpoint_ns, doomed, summary.checkpoints)
+                ThreadPlan(
+                    summary.thread_id, summary.checkpoint_ns, below, count, summary.checkpoints
+                )
             )
     return plans
 
@@ -83,16 +95,34 @@ def _threads(saver: BaseSaver, policy: PrunePolicy) -> list[ThreadSummary]:
     return [t for t in found if policy.thread is None or t.thread_id == policy.thread]
 
 
-def _select(saver: BaseSaver, summary: ThreadSummary, policy: PrunePolicy) -> tuple[str, ...]:
-    config = CheckpointRef(summary.thread_id, summary.checkpoint_ns).to_config()
-    ids = saver.checkpoint_ids(config)  # newest first, and only ids: flat memory per row
-    # ids are time-ordered: "created before t" is "id below the smallest id made at t"
-    if policy.idle_since is not None and summary.latest_id < lowest_id_at(policy.idle_since):
-        return tuple(ids)
+def _bound(saver: BaseSaver, summary: ThreadSummary, policy: PrunePolicy) -> str | None:
+    """The id below which the policy selects the thread's checkpoints (None: nothing).
+
+    Ids are time-ordered: "created before t" is "below the smallest id made at t". A bound
+    in the past also leaves alone whatever a writer adds after the plan was made.
+    """
+    if policy.idle_since is not None:
+        idle = lowest_id_at(policy.idle_since)
+        if summary.latest_id < idle:
+            return idle
     if policy.older_than is None:
-        return ()
-    cutoff = lowest_id_at(policy.older_than)
-    return tuple(i for i in ids[policy.keep_last :] if i < cutoff)
+        return None
+    below = lowest_id_at(policy.older_than)
+    if policy.keep_last:
+        config = CheckpointRef(summary.thread_id, summary.checkpoint_ns).to_config()
+        newest = saver.checkpoint_ids(config, limit=policy.keep_last)
+        if len(newest) < policy.keep_last:
+            return None
+        below = min(below, newest[-1])
+    return below
+
+
+def _count(saver: BaseSaver, config: RunnableConfig, below: str) -> int:
+    count = 0
+    while page := saver.checkpoint_ids(config, below=below, limit=PAGE_SIZE):
+        count += len(page)
+        below = page[-1]
+    return count
 
 
 def execute_prune(
@@ -104,19 +134,23 @@ def execute_prune(
 ) -> PruneReport:
     """Delete what the plans select, archiving it first when `archive` is given."""
     report = PruneReport(plans=list(plans))
-    total = sum(len(plan.doomed) for plan in plans)
+    total = sum(plan.count for plan in plans)
     for plan in plans:
         ref = CheckpointRef(plan.thread_id, plan.checkpoint_ns)
         if archive is not None:
-            report.archived += _archive(saver, ref, plan.doomed, archive)
-        # newest first: whatever is left between batches still reads whole
-        # blobs are collected once, with the thread's last batch: collecting after each batch
-        # would read every remaining checkpoint of the thread each time
-        for start in range(0, len(plan.doomed), BATCH_SIZE):
-            batch = plan.doomed[start : start + BATCH_SIZE]
-            last = start + BATCH_SIZE >= len(plan.doomed)
+            report.archived += _archive(saver, ref, plan.below, archive)
+        # newest first: whatever is left between batches still reads whole; blobs are
+        # collected once, with the thread's last batch (collecting after each batch would
+        # read every remaining checkpoint of the thread each time)
+        while batch := saver.checkpoint_ids(
+            ref.to_config(), below=plan.below, limit=BATCH_SIZE + 1
+        ):
+            last = len(batch) <= BATCH_SIZE
+            batch = batch[:BATCH_SIZE]
             saver.delete_checkpoints(ref.to_config(), batch, collect=last)
             _advance(progress, report, len(batch), total)
+            if last:
+                break
         report.threads += 1
     return report
 
@@ -127,16 +161,17 @@ def _advance(progress: Progress | None, report: PruneReport, done: int, total: i
         progress(report.checkpoints, total)
 
 
-def _archive(
-    saver: BaseSaver, ref: CheckpointRef, doomed: Sequence[str], archive: BaseSaver
-) -> int:
-    """Copy the doomed checkpoints (oldest first, parents before children) and check them,
-    committing the archive once per batch."""
+def _archive(saver: BaseSaver, ref: CheckpointRef, below: str, archive: BaseSaver) -> int:
+    """Copy what goes, oldest first (parents before children) and check it, committing the
+    archive once per batch; only the batch boundaries are held in memory."""
+    bounds = [below]
+    while page := saver.checkpoint_ids(ref.to_config(), below=bounds[-1], limit=BATCH_SIZE):
+        bounds.append(page[-1])
     copied = 0
-    oldest_first = doomed[::-1]
-    for start in range(0, len(oldest_first), BATCH_SIZE):
+    for bound in reversed(bounds[:-1]):
+        page = saver.checkpoint_ids(ref.to_config(), below=bound, limit=BATCH_SIZE)
         with archive.batch():
-            for checkpoint_id in oldest_first[start : start + BATCH_SIZE]:
+            for checkpoint_id in reversed(page):
                 copied += _archive_one(saver, ref, checkpoint_id, archive)
     return copied
 

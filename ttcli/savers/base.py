@@ -221,10 +221,15 @@ class BaseSaver(ABC):
         commit or none); archiving uses it to commit once per batch, not per checkpoint."""
         return nullcontext()
 
-    def checkpoint_ids(self, config: RunnableConfig) -> builtins.list[str]:
-        """Every checkpoint id of the config's thread, newest first, read without decoding
-        anything (so that one broken checkpoint does not hide the others)."""
-        return [t.checkpoint["id"] for t in self.list_metadata(config)]
+    def checkpoint_ids(
+        self, config: RunnableConfig, *, below: str | None = None, limit: int | None = None
+    ) -> builtins.list[str]:
+        """The checkpoint ids of the config's thread, newest first, read without decoding
+        anything (so that one broken checkpoint does not hide the others); only ids below
+        `below`, and at most `limit` of them, when given (a page of a long thread)."""
+        found = [t.checkpoint["id"] for t in self.list_metadata(config)]
+        found = [i for i in found if below is None or i < below]
+        return found if limit is None else found[:limit]
 
     def child_ids(self, config: RunnableConfig) -> builtins.list[str]:
         """Ids of the checkpoints whose parent is the one `config` names."""

@@ -558,14 +558,18 @@ class SqliteSaver(BaseSaver):
         ).fetchone()
         return found is not None
 
-    def checkpoint_ids(self, config: RunnableConfig) -> builtins.list[str]:
+    def checkpoint_ids(
+        self, config: RunnableConfig, *, below: str | None = None, limit: int | None = None
+    ) -> builtins.list[str]:
         ref = self.ref(config)
+        bound = None if below is None else _require_id(below)
         with self.read() as conn:
             thread_key = self._thread_key(conn, ref)
             rows = conn.execute(
-                "SELECT checkpoint_id FROM checkpoints WHERE thread_key = ? "
-                "ORDER BY checkpoint_id DESC",
-                (thread_key,),
+                "SELECT checkpoint_id FROM checkpoints WHERE thread_key = :thread_key "
+                "AND (:below IS NULL OR checkpoint_id < :below) "
+                "ORDER BY checkpoint_id DESC LIMIT :limit",
+                {"thread_key": thread_key, "below": bound, "limit": -1 if limit is None else limit},
             ).fetchall()
         return [_id_text(key) if len(key) == 16 else repr(key) for (key,) in rows]
 
