@@ -12,14 +12,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from ttcli.configs import CheckpointRef, RunnableConfig
+from ttcli.configs import CheckpointRef
 from ttcli.errors import StorageError
 from ttcli.ops.copy import copy_checkpoint
 from ttcli.savers.base import BaseSaver, CheckpointTuple, ThreadSummary
 from ttcli.uuid6 import lowest_id_at
 
 BATCH_SIZE = 500  # checkpoints per delete transaction, so concurrent writers are not starved
-PAGE_SIZE = 10_000  # ids read at a time when counting
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,7 +79,7 @@ def plan_prune(saver: BaseSaver, policy: PrunePolicy) -> list[ThreadPlan]:
     for summary in _threads(saver, policy):
         config = CheckpointRef(summary.thread_id, summary.checkpoint_ns).to_config()
         below = _bound(saver, summary, policy)
-        count = 0 if below is None else _count(saver, config, below)
+        count = 0 if below is None else saver.count_checkpoints(config, below=below)
         if below is not None and count:
             plans.append(
                 ThreadPlan(
@@ -115,14 +114,6 @@ def _bound(saver: BaseSaver, summary: ThreadSummary, policy: PrunePolicy) -> str
             return None
         below = min(below, newest[-1])
     return below
-
-
-def _count(saver: BaseSaver, config: RunnableConfig, below: str) -> int:
-    count = 0
-    while page := saver.checkpoint_ids(config, below=below, limit=PAGE_SIZE):
-        count += len(page)
-        below = page[-1]
-    return count
 
 
 def execute_prune(

@@ -231,6 +231,10 @@ class BaseSaver(ABC):
         found = [i for i in found if below is None or i < below]
         return found if limit is None else found[:limit]
 
+    def count_checkpoints(self, config: RunnableConfig, *, below: str | None = None) -> int:
+        """How many checkpoints the config's thread has (with ids below `below`, if given)."""
+        return len(self.checkpoint_ids(config, below=below))
+
     def child_ids(self, config: RunnableConfig) -> builtins.list[str]:
         """Ids of the checkpoints whose parent is the one `config` names."""
         ref = self.ref(config)

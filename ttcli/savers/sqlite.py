@@ -573,6 +573,18 @@ class SqliteSaver(BaseSaver):
             ).fetchall()
         return [_id_text(key) if len(key) == 16 else repr(key) for (key,) in rows]
 
+    def count_checkpoints(self, config: RunnableConfig, *, below: str | None = None) -> int:
+        ref = self.ref(config)
+        bound = None if below is None else _require_id(below)
+        with self.read() as conn:
+            thread_key = self._thread_key(conn, ref)
+            (count,) = conn.execute(
+                "SELECT count(*) FROM checkpoints WHERE thread_key = :thread_key "
+                "AND (:below IS NULL OR checkpoint_id < :below)",
+                {"thread_key": thread_key, "below": bound},
+            ).fetchone()
+        return int(count)
+
     def child_ids(self, config: RunnableConfig) -> builtins.list[str]:
         ref = self.ref(config)
         wanted = _id_bytes(ref.checkpoint_id or "")
