@@ -322,9 +322,10 @@ def _tree_label(e: inspect.Entry, short: dict[str, str], marks: dict[str, str]) 
 @output_options
 @pass_env
 def verify(env: Env) -> None:
-    """Check the database: SQLite's integrity check, then every checkpoint, its values and
-    pending writes decoded. Reports values of types that are not rebuilt (kept as data;
-    nothing is ever imported) and exits 6 if anything is broken or forged.
+    """Check the database: SQLite's integrity check and each thread's kept count, then every
+    checkpoint, its values and pending writes decoded. Reports values of types that are not
+    rebuilt (kept as data; nothing is ever imported) and exits 6 if anything is broken or
+    forged.
 
     \b
     Example:
