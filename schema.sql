@@ -1,4 +1,4 @@
--- ttcli database format, version 4.
+-- ttcli database format, version 5.
 --
 -- One SQLite file holds any number of threads. Every checkpoint (a thread's state at one
 -- superstep boundary) is a row of `checkpoints`; the values it holds are stored once per
@@ -23,7 +23,7 @@
 -- ttcli applies this file to a new database and migrates older versions forward; a file whose
 -- user_version is newer than the one below is refused, never guessed at.
 
-PRAGMA user_version = 4;
+PRAGMA user_version = 5;
 
 -- A thread of checkpoints in one namespace ('' for the root graph).
 CREATE TABLE threads (
@@ -114,6 +114,17 @@ CREATE TABLE blob_debt (
     thread_key  INTEGER NOT NULL,
     blob_key    INTEGER NOT NULL,
     PRIMARY KEY (thread_key, blob_key)
+) WITHOUT ROWID;
+
+-- Children that are not the row right after their parent: forks, updates of a past checkpoint,
+-- replays, and any checkpoint stored among older ones. A checkpoint's children are then the
+-- next row of its thread (when that row names it as parent) and its rows here: two index
+-- steps however long the thread is (added in version 5).
+CREATE TABLE branches (
+    thread_key     INTEGER NOT NULL,
+    parent_id      BLOB NOT NULL,     -- the parent's whole id
+    checkpoint_id  BLOB NOT NULL,
+    PRIMARY KEY (thread_key, parent_id, checkpoint_id)
 ) WITHOUT ROWID;
 
 -- Checkpoints in LangGraph's terms: text ids, ISO-8601 times, the whole metadata as JSON.

@@ -6,6 +6,7 @@ Invariants checked after every operation:
 - history is newest first (ids strictly decrease), and `get_state` is its head;
 - every parent exists in the thread, unless a prune deleted it;
 - `list_threads` counts what `list` returns;
+- a checkpoint's children (`child_ids`) are exactly the listed checkpoints naming it as parent;
 - no checkpoint changes once written (forks and updates leave the old branch as it was),
   and only prune makes one disappear.
 """
@@ -143,6 +144,13 @@ def check(saver: SqliteSaver, graph: CompiledStateGraph, model: Model) -> None:
                 parent_key = (thread, parent["configurable"]["checkpoint_id"])
                 assert parent_key in model.pruned or parent_key[1] in ids
             present[key] = (saved.checkpoint, saved.metadata, parent)
+        children: dict[str, list[str]] = {}
+        for saved in history[::-1]:
+            if saved.parent_config is not None:
+                parent_id = saved.parent_config["configurable"]["checkpoint_id"]
+                children.setdefault(parent_id, []).append(saved.checkpoint["id"])
+        for saved in history:  # found by index, as the rows say
+            assert saver.child_ids(saved.config) == children.get(saved.checkpoint["id"], [])
     for key, content in model.seen.items():
         if key in model.pruned:
             assert key not in present

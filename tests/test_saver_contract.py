@@ -265,3 +265,30 @@ def test_thread_info_is_recorded_and_merged(saver: BaseSaver) -> None:
     assert saver.get_thread_info("other") == {}
     saver.delete_thread("t")
     assert saver.get_thread_info("t") == {}
+
+
+def put_one(saver: BaseSaver, parent: str | None, step: int, known_id: str | None = None) -> str:
+    checkpoint = make_checkpoint(step, n=step)
+    if known_id is not None:
+        checkpoint["id"] = known_id
+    metadata = {"source": "loop", "step": step, "parents": {}}
+    saver.put(config("t", parent), checkpoint, metadata, checkpoint["channel_versions"])
+    return checkpoint["id"]
+
+
+def test_children_of_forks_and_of_a_checkpoint_stored_among_older_ones(saver: BaseSaver) -> None:
+    root = put_one(saver, None, -1)
+    first = put_one(saver, root, 0)
+    saver.put_writes(config("t", first), [("log", ["w"])], "task-w", "p")
+    early = checkpoint_id(1)  # made now, stored after a newer checkpoint
+    later = put_one(saver, first, 1)  # takes over the parent's pending writes
+    written = saver.get_writes(config("t", first))
+    assert put_one(saver, first, 1, known_id=early) == early
+    fork = put_one(saver, root, 0)
+    assert saver.child_ids(config("t", root)) == sorted([first, fork])
+    assert saver.child_ids(config("t", first)) == sorted([early, later])
+    assert saver.child_ids(config("t", later)) == []
+    assert saver.get_writes(config("t", first)) == written == [("task-w", "p", "log", ["w"])]
+    assert listed(saver, config()) == [fork, later, early, first, root]
+    saver.delete_checkpoints(config(), [first])
+    assert saver.child_ids(config("t", root)) == [fork]

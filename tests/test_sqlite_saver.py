@@ -17,7 +17,7 @@ import msgpack
 import pytest
 import sqlite_utils
 
-from tests.test_saver_contract import config, put_chain
+from tests.test_saver_contract import config, put_chain, put_one
 from ttcli import END, START, MessagesState, StateGraph
 from ttcli.errors import (
     CorruptValueError,
@@ -62,7 +62,7 @@ def test_the_database_is_what_schema_sql_describes(db_path: Path) -> None:
     reference.executescript((ROOT / "schema.sql").read_text())
     created = sqlite3.connect(db_path)
     assert structure(created) == structure(reference)
-    assert created.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 4
+    assert created.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 5
     assert created.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
 
 
@@ -335,6 +335,7 @@ def test_a_version_1_file_is_migrated_forward(db_path: Path) -> None:
     conn.execute("ALTER TABLE threads DROP COLUMN info")  # as version 1 made it
     conn.execute("ALTER TABLE threads DROP COLUMN checkpoints")
     conn.execute("DROP TABLE blob_debt")
+    conn.execute("DROP TABLE branches")
     conn.execute("PRAGMA user_version = 1")
     conn.commit()
     conn.close()
@@ -348,6 +349,22 @@ def test_a_version_1_file_is_migrated_forward(db_path: Path) -> None:
     reference = sqlite3.connect(":memory:")
     reference.executescript((ROOT / "schema.sql").read_text())
     assert structure(migrated) == structure(reference)
+
+
+def test_a_version_4_file_gets_its_branches_recorded(db_path: Path) -> None:
+    with SqliteSaver.from_conn_string(db_path) as saver:
+        first, second, third = put_chain(saver, steps=3)
+        (fork,) = put_chain(saver, steps=1)  # a second root
+        put_one(saver, first, 5)  # a child of an old checkpoint
+        before = {i: saver.child_ids(config("t", i)) for i in (first, second, third, fork)}
+    conn = sqlite3.connect(db_path)
+    conn.execute("DROP TABLE branches")
+    conn.execute("PRAGMA user_version = 4")
+    conn.commit()
+    conn.close()
+    with SqliteSaver.from_conn_string(db_path) as saver:
+        after = {i: saver.child_ids(config("t", i)) for i in (first, second, third, fork)}
+    assert after == before and len(after[first]) == 2 and after[second] == [third]
 
 
 def test_a_lock_held_past_the_busy_timeout_is_a_clear_busy_error(db_path: Path) -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 from ttcli.errors import SchemaVersionError, StorageError
 from ttcli.savers.sqlite_errors import storage_error
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 #: upgrade steps: MIGRATIONS[v] turns a version-v database into version v + 1
 MIGRATIONS: dict[int, str] = {
@@ -18,6 +18,19 @@ MIGRATIONS: dict[int, str] = {
     3: "ALTER TABLE threads ADD COLUMN checkpoints INTEGER NOT NULL DEFAULT 0;\n"
     "UPDATE threads SET checkpoints = "
     "(SELECT count(*) FROM checkpoints AS c WHERE c.thread_key = threads.thread_key);",
+    # every child that is not the row right after its parent
+    4: "CREATE TABLE branches (thread_key INTEGER NOT NULL, parent_id BLOB NOT NULL, "
+    "checkpoint_id BLOB NOT NULL, PRIMARY KEY (thread_key, parent_id, checkpoint_id)) "
+    "WITHOUT ROWID;\n"
+    "INSERT INTO branches (thread_key, parent_id, checkpoint_id) "
+    "SELECT thread_key, parent, checkpoint_id FROM ("
+    "SELECT c.thread_key, c.checkpoint_id, "
+    "CAST(substr(c.checkpoint_id, 1, 16 - length(c.parent_id)) || c.parent_id AS BLOB) "
+    "AS parent, ("
+    "SELECT max(p.checkpoint_id) FROM checkpoints AS p "
+    "WHERE p.thread_key = c.thread_key AND p.checkpoint_id < c.checkpoint_id) AS previous "
+    "FROM checkpoints AS c WHERE c.parent_id IS NOT NULL) "
+    "WHERE previous IS NULL OR previous != parent;",
 }
 
 

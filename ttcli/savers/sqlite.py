@@ -155,6 +155,11 @@ WHERE thread_key = :thread_key
   AND checkpoint_id = :checkpoint_id
 """
 
+_BRANCH = """
+INSERT OR IGNORE INTO branches (thread_key, parent_id, checkpoint_id)
+VALUES (:thread_key, :parent_id, :checkpoint_id)
+"""
+
 _SET_PENDING = """
 INSERT OR REPLACE INTO writes (thread_key, checkpoint_id, tasks)
 VALUES (:thread_key, :checkpoint_id, :tasks)
@@ -348,6 +353,7 @@ class SqliteSaver(BaseSaver):
         with self.write() as conn:
             thread_key = self._thread_key(conn, ref, create=True)
             assert thread_key is not None
+            follows = self._place(conn, thread_key, checkpoint_id, parent_id)
             writer = self.blobs.writer()
             parent = None if parent_id is None else self._state(conn, thread_key, parent_id)
             previous: dict[str, builtins.list[Any]] = {}
@@ -360,7 +366,7 @@ class SqliteSaver(BaseSaver):
                     (e for _, writes in pending.values() for _, e in writes.values()),
                     adoptable=True,
                 )
-                moved = self._take_pending(conn, thread_key, parent_id)
+                moved = self._take_pending(conn, thread_key, parent_id) if follows else None
             values, versions = checkpoint["channel_values"], checkpoint["channel_versions"]
             channels: dict[str, builtins.list[Any]] = {}
             for name in dict.fromkeys([*values, *versions]):
@@ -523,9 +529,14 @@ class SqliteSaver(BaseSaver):
                     [thread_key, *chunk],
                 ).fetchone()
                 self.deleted_bytes += int(size)
-            for table in ("writes", "checkpoints"):
+            for table, column in (
+                ("writes", "checkpoint_id"),
+                ("checkpoints", "checkpoint_id"),
+                ("branches", "checkpoint_id"),
+                ("branches", "parent_id"),
+            ):
                 conn.execute(
-                    f"DELETE FROM {table} WHERE thread_key = ? AND checkpoint_id IN ({marks})",
+                    f"DELETE FROM {table} WHERE thread_key = ? AND {column} IN ({marks})",
                     [thread_key, *chunk],
                 )
         conn.executemany(
@@ -590,17 +601,20 @@ class SqliteSaver(BaseSaver):
         wanted = _id_bytes(ref.checkpoint_id or "")
         with self.read() as conn:
             thread_key = self._thread_key(conn, ref)
-            # children are newer than their parent; the stored parent id is the tail of the
-            # parent's id that differs from the child's, compared inside SQLite
-            rows = conn.execute(
-                "SELECT checkpoint_id FROM checkpoints "
-                "WHERE thread_key = :thread_key AND checkpoint_id > :parent "
-                "AND parent_id = substr(:parent, 17 - length(parent_id)) "
-                "AND substr(checkpoint_id, 1, 16 - length(parent_id)) "
-                "= substr(:parent, 1, 16 - length(parent_id))",
-                {"thread_key": thread_key, "parent": wanted},
-            ).fetchall()
-        return sorted(_id_text(child) for (child,) in rows)
+            params = {"thread_key": thread_key, "checkpoint_id": wanted}
+            # the row right after the parent, if it is a child, and the recorded branches
+            found = {
+                child
+                for (child,) in conn.execute(
+                    "SELECT checkpoint_id FROM branches "
+                    "WHERE thread_key = :thread_key AND parent_id = :checkpoint_id",
+                    params,
+                )
+            }
+            following = conn.execute(_NEXT, params).fetchone()
+            if following is not None and unpack_parent(following[0], following[1]) == wanted:
+                found.add(following[0])
+        return sorted(_id_text(child) for child in found)
 
     def integrity_problems(self) -> builtins.list[str]:
         with self.read() as conn:
@@ -739,8 +753,8 @@ class SqliteSaver(BaseSaver):
                     )
                 )
                 self._delete_blobs(conn, self.blobs.reachable(refs))
-                conn.execute("DELETE FROM blob_debt WHERE thread_key = ?", (thread_key,))
-                conn.execute("DELETE FROM writes WHERE thread_key = ?", (thread_key,))
+                for table in ("blob_debt", "branches", "writes"):
+                    conn.execute(f"DELETE FROM {table} WHERE thread_key = ?", (thread_key,))
                 conn.execute("DELETE FROM checkpoints WHERE thread_key = ?", (thread_key,))
                 conn.execute("DELETE FROM threads WHERE thread_key = ?", (thread_key,))
         self.forget()
@@ -818,15 +832,62 @@ class SqliteSaver(BaseSaver):
         row = conn.execute(_PENDING, params).fetchone()
         return decode_pending(row[0] if row else None, self.names)
 
+    def _place(
+        self,
+        conn: sqlite3.Connection,
+        thread_key: int,
+        checkpoint_id: bytes,
+        parent_id: bytes | None,
+    ) -> bool:
+        """Record where a row about to be inserted sits among its thread's rows.
+
+        Returns True if it will be the row right after its parent (its parent's pending
+        writes may then move into it); any other child is recorded in `branches`.
+        """
+        params = {"thread_key": thread_key, "checkpoint_id": checkpoint_id}
+        (latest,) = conn.execute(_LATEST_ID, params).fetchone()
+        if latest is not None and checkpoint_id < latest:
+            self._split(conn, thread_key, checkpoint_id)
+        if parent_id is None:
+            return False
+        if parent_id == latest and checkpoint_id > latest:
+            return True
+        conn.execute(_BRANCH, {**params, "parent_id": parent_id})
+        return False
+
+    def _split(self, conn: sqlite3.Connection, thread_key: int, checkpoint_id: bytes) -> None:
+        """A row stored among older ones parts its two neighbours: if the later one is the
+        earlier one's child, it becomes a branch, and the parent's pending writes it holds
+        go back to `writes`."""
+        params = {"thread_key": thread_key, "checkpoint_id": checkpoint_id}
+        (previous,) = conn.execute(_BEFORE_ID, params).fetchone()
+        following = conn.execute(_NEXT, params).fetchone()
+        if previous is None or following is None:
+            return
+        child, stored_parent, moved = following
+        if unpack_parent(child, stored_parent) != previous:
+            return
+        conn.execute(
+            _BRANCH, {"thread_key": thread_key, "parent_id": previous, "checkpoint_id": child}
+        )
+        if moved is not None:
+            tasks = encode_pending(self._pending(conn, thread_key, previous), self.names)
+            conn.execute(
+                _SET_PENDING,
+                {"thread_key": thread_key, "checkpoint_id": previous, "tasks": tasks},
+            )
+            conn.execute(
+                "UPDATE checkpoints SET parent_writes = NULL "
+                "WHERE thread_key = ? AND checkpoint_id = ?",
+                (thread_key, child),
+            )
+
     def _take_pending(
         self, conn: sqlite3.Connection, thread_key: int, parent_id: bytes
     ) -> bytes | None:
-        """Move the parent's pending writes out of `writes` for its child's row, if the parent
-        is the thread's latest checkpoint (so the child will be the row right after it)."""
+        """Move the parent's pending writes out of `writes` for its child's row (the row
+        right after it)."""
         params = {"thread_key": thread_key, "checkpoint_id": parent_id}
-        (latest,) = conn.execute(_LATEST_ID, params).fetchone()
-        if latest != parent_id:
-            return None
         row = conn.execute(_PENDING, params).fetchone()
         if row is None:
             return None
