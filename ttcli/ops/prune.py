@@ -154,7 +154,11 @@ def _advance(progress: Progress | None, report: PruneReport, done: int, total: i
 
 def _archive(saver: BaseSaver, ref: CheckpointRef, below: str, archive: BaseSaver) -> int:
     """Copy what goes, oldest first (parents before children) and check it, committing the
-    archive once per batch; only the batch boundaries are held in memory."""
+    archive once per batch; only the batch boundaries are held in memory. Savers that can
+    copy their stored rows into the archive do (much faster than value by value)."""
+    copied = saver.copy_rows(ref.to_config(), below, archive)
+    if copied is not None:
+        return copied
     bounds = [below]
     while page := saver.checkpoint_ids(ref.to_config(), below=bounds[-1], limit=BATCH_SIZE):
         bounds.append(page[-1])

@@ -221,6 +221,13 @@ class BaseSaver(ABC):
         commit or none); archiving uses it to commit once per batch, not per checkpoint."""
         return nullcontext()
 
+    def copy_rows(self, config: RunnableConfig, below: str, target: BaseSaver) -> int | None:
+        """Copy the config's thread's checkpoints with ids below `below`, pending writes
+        included, into the same thread of `target` as stored rows, checking the copy before it
+        commits; returns how many the target did not have. None: this saver cannot copy into
+        `target` that way, and the caller copies value by value (`ttcli.ops.copy`)."""
+        return None
+
     def checkpoint_ids(
         self, config: RunnableConfig, *, below: str | None = None, limit: int | None = None
     ) -> builtins.list[str]:

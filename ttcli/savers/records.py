@@ -5,12 +5,13 @@ from __future__ import annotations
 import json
 import sqlite3
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from ttcli.errors import CorruptValueError, SerializationError
 from ttcli.savers import serde
+from ttcli.savers.blobs import entry_refs
 
 #: an entry (see blobs.py) for each of a task's writes, by write index
 TaskWrites = dict[int, tuple[str, Any]]
@@ -255,3 +256,21 @@ def pack_parent(child: bytes, parent: bytes | None) -> bytes | None:
 
 def unpack_parent(child: bytes, stored: bytes | None) -> bytes | None:
     return None if stored is None else child[: len(child) - len(stored)] + stored
+
+
+def state_refs(stored: list[Any]) -> Iterator[int]:
+    """Blob keys a stored state (decoded, full or delta) points at directly."""
+    _depth, channels, _seen, _updated, writes = stored
+    for entry in channels.values():
+        if entry is not None and len(entry) == 2:
+            yield from entry_refs(entry[1])
+    for write in writes or ():
+        if len(write) == 2:
+            yield from entry_refs(write[1])
+
+
+def pending_refs(stored: dict[Any, Any]) -> Iterator[int]:
+    """Blob keys stored pending writes (decoded) point at directly."""
+    for _path, writes in stored.values():
+        for _idx, _channel, entry in writes:
+            yield from entry_refs(entry)

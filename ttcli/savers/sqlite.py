@@ -27,6 +27,7 @@ from ttcli.errors import (
     SerializationError,
     StorageError,
 )
+from ttcli.savers import serde
 from ttcli.savers.base import (
     NOT_LOADED,
     WRITES_IDX_MAP,
@@ -49,9 +50,12 @@ from ttcli.savers.records import (
     metadata_columns,
     metadata_of,
     pack_parent,
+    pending_refs,
+    state_refs,
     unpack_parent,
 )
 from ttcli.savers.serde import Ref
+from ttcli.savers.sqlite_copy import RowCopy
 from ttcli.savers.sqlite_errors import storage_error
 from ttcli.uuid6 import id_micros
 
@@ -557,7 +561,7 @@ class SqliteSaver(BaseSaver):
         if candidates:
             # blobs point only at older ones: what stays needs walking down to the oldest
             # candidate, no further
-            kept = self._refs(conn, thread_key, self._ids(conn, thread_key))
+            kept = self._refs(conn, thread_key)
             needed = self.blobs.reachable(kept, floor=min(candidates))
             self._delete_blobs(conn, candidates - needed)
         conn.execute("DELETE FROM blob_debt WHERE thread_key = ?", (thread_key,))
@@ -583,6 +587,11 @@ class SqliteSaver(BaseSaver):
                 {"thread_key": thread_key, "below": bound, "limit": -1 if limit is None else limit},
             ).fetchall()
         return [_id_text(key) if len(key) == 16 else repr(key) for (key,) in rows]
+
+    def copy_rows(self, config: RunnableConfig, below: str, target: BaseSaver) -> int | None:
+        if not isinstance(target, SqliteSaver) or target is self:
+            return None
+        return RowCopy(self, target, self.ref(config)).copy_below(_require_id(below))
 
     def count_checkpoints(self, config: RunnableConfig, *, below: str | None = None) -> int:
         ref = self.ref(config)
@@ -662,9 +671,7 @@ class SqliteSaver(BaseSaver):
                 "SELECT coalesce(sum(length(tasks)), 0) FROM writes WHERE thread_key = ?",
                 (thread_key,),
             ).fetchone()
-            keys = sorted(
-                self.blobs.reachable(self._refs(conn, thread_key, self._ids(conn, thread_key)))
-            )
+            keys = sorted(self.blobs.reachable(self._refs(conn, thread_key)))
             values = sum(
                 conn.execute(
                     f"SELECT coalesce(sum(length(value)), 0) FROM blobs "
@@ -722,14 +729,6 @@ class SqliteSaver(BaseSaver):
                 datetime.fromtimestamp(micros / 1_000_000, UTC).isoformat(),
             )
 
-    def _ids(self, conn: sqlite3.Connection, thread_key: int) -> builtins.list[bytes]:
-        return [
-            key
-            for (key,) in conn.execute(
-                "SELECT checkpoint_id FROM checkpoints WHERE thread_key = ?", (thread_key,)
-            )
-        ]
-
     def delete_thread(self, thread_id: str) -> None:
         with self.write() as conn:
             keys = [
@@ -739,13 +738,7 @@ class SqliteSaver(BaseSaver):
                 )
             ]
             for thread_key in keys:
-                ids = [
-                    checkpoint_id
-                    for (checkpoint_id,) in conn.execute(
-                        "SELECT checkpoint_id FROM checkpoints WHERE thread_key = ?", (thread_key,)
-                    )
-                ]
-                refs = self._refs(conn, thread_key, ids)
+                refs = self._refs(conn, thread_key)
                 refs.update(
                     key
                     for (key,) in conn.execute(
@@ -761,27 +754,31 @@ class SqliteSaver(BaseSaver):
 
     # -- helpers ------------------------------------------------------------------------------
 
-    def _refs(self, conn: sqlite3.Connection, thread_key: int, ids: Iterable[bytes]) -> set[int]:
-        """Blob keys that checkpoints (their values, writes and pending writes) point at."""
+    def _refs(
+        self, conn: sqlite3.Connection, thread_key: int, ids: Sequence[bytes] | None = None
+    ) -> set[int]:
+        """Blob keys that checkpoints (their values, writes and pending writes) point at;
+        the whole thread's when `ids` is None.
+
+        Each row is read alone: a delta names what changed, and what it inherits its parent
+        names (a checkpoint whose parent is deleted is rewritten in full), so the union over
+        the rows is what they need, with no delta resolved.
+        """
         found: set[int] = set()
-        for checkpoint_id in ids:
-            state = self._state(conn, thread_key, checkpoint_id)
-            if state is None:
-                continue
-            for entry in state.channels.values():
-                if len(entry) == 2:
-                    found.update(entry_refs(entry[1]))
-            for _node, entry in state.writes or ():
-                found.update(entry_refs(entry))
-            params = {"thread_key": thread_key, "checkpoint_id": checkpoint_id}
-            own = conn.execute(_STATE, params).fetchone()
-            for pending in (
-                self._table_pending(conn, thread_key, checkpoint_id),
-                decode_pending(own[2] if own else None, self.names),
+        chunks = [None] if ids is None else _chunks(ids)
+        for chunk in chunks:
+            where, params = "thread_key = ?", [thread_key]
+            if chunk is not None:
+                where += f" AND checkpoint_id IN ({','.join('?' * len(chunk))})"
+                params += chunk
+            for state, moved in conn.execute(
+                f"SELECT state, parent_writes FROM checkpoints WHERE {where}", params
             ):
-                for _path, writes in pending.values():
-                    for _channel, entry in writes.values():
-                        found.update(entry_refs(entry))
+                found.update(state_refs(serde.loads(state)))
+                if moved is not None:
+                    found.update(pending_refs(serde.loads(moved)))
+            for (tasks,) in conn.execute(f"SELECT tasks FROM writes WHERE {where}", params):
+                found.update(pending_refs(serde.loads(tasks)))
         return found
 
     def _state(

@@ -1,0 +1,470 @@
+"""Copying a thread's oldest checkpoints from one ttcli file into another, row by row.
+
+Archiving must keep up with pruning, so it copies stored rows instead of reading values and
+writing them again. The target takes the source's name and blob keys wherever they are free
+there (in a new archive: everywhere), and a row whose keys all carry over is copied byte for
+byte; other rows have their keys translated, decoding only the entries that point at blobs.
+Each page of rows is one target transaction, read back and compared with the source (bytes,
+or states by name; pending writes; blobs) before it commits; a page that does not compare is
+rolled back and the prune stops before deleting anything.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import uuid
+from collections import OrderedDict
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
+
+from ttcli.configs import CheckpointRef
+from ttcli.errors import StorageError
+from ttcli.savers import serde
+from ttcli.savers.blobs import entry_refs
+from ttcli.savers.records import pending_refs, state_refs, unpack_parent
+from ttcli.savers.serde import Ref
+
+if TYPE_CHECKING:
+    from ttcli.savers.sqlite import SqliteSaver
+
+PAGE = 500  # checkpoints per target transaction
+BLOB_MAP_MAX = 65_536  # blob keys remembered between pages (a forgotten one is copied again)
+
+_ROWS = """
+SELECT checkpoint_id, parent_id, source, step, writers, metadata, created_at, state,
+       parent_writes
+FROM checkpoints
+WHERE thread_key = :thread_key
+  AND checkpoint_id > :after
+  AND checkpoint_id < :below
+ORDER BY checkpoint_id
+LIMIT :limit
+"""
+
+_INSERT = """
+INSERT INTO checkpoints (
+    thread_key, checkpoint_id, parent_id, source, step, writers, metadata, created_at, state,
+    parent_writes
+)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+"""
+
+_READ_BACK = """
+SELECT checkpoint_id, parent_id, source, step, writers, metadata, created_at, state,
+       parent_writes
+FROM checkpoints
+WHERE thread_key = ? AND checkpoint_id >= ? AND checkpoint_id <= ?
+"""
+
+_TABLED = "SELECT checkpoint_id FROM writes WHERE thread_key = ? AND checkpoint_id BETWEEN ? AND ?"
+
+_BLOBS = "SELECT blob_key, base_key, is_record, value FROM blobs WHERE blob_key IN ({marks})"
+
+
+class RowCopy:
+    """One thread's copy from `source` into `target` (SqliteSavers on different files)."""
+
+    def __init__(self, source: SqliteSaver, target: SqliteSaver, ref: CheckpointRef) -> None:
+        self.source, self.target, self.ref = source, target, ref
+        self.names: dict[int, int] = {}
+        self.same_names = False
+        self.blobs: OrderedDict[int, int] = OrderedDict()
+
+    def copy_below(self, below: bytes) -> int:
+        """Copy every checkpoint below `below` that the target lacks; returns how many."""
+        copied, after, unchecked = 0, b"", None
+        while True:
+            with self.source.read() as sconn:
+                source_key = self.source._thread_key(sconn, self.ref)
+                if source_key is None:
+                    return copied
+                rows = sconn.execute(
+                    _ROWS,
+                    {"thread_key": source_key, "after": after, "below": below, "limit": PAGE + 1},
+                ).fetchall()
+                if not rows:
+                    return copied
+                last, rows = len(rows) <= PAGE, rows[:PAGE]
+                with self.target.batch():
+                    tconn = self.target.conn
+                    target_key = self.target._thread_key(tconn, self.ref, create=True)
+                    assert target_key is not None
+                    self.share_names(sconn, tconn)
+                    page = _Page(self, sconn, tconn, source_key, target_key, below)
+                    copied += page.copy(rows, last)
+                    unchecked = page.check(rows, unchecked)
+            self.forget_old_blobs()
+            if last:
+                return copied
+            after = rows[-1][0]
+
+    # -- translation ---------------------------------------------------------------------------
+
+    def share_names(self, sconn: sqlite3.Connection, tconn: sqlite3.Connection) -> None:
+        """Give the target the source's name keys where they are free there (or already
+        name the same), so that rows copy byte for byte."""
+        theirs = dict(sconn.execute("SELECT name_key, name FROM names").fetchall())
+        ours = dict(tconn.execute("SELECT name_key, name FROM names").fetchall())
+        free = [(key, name) for key, name in theirs.items() if key not in ours]
+        if free:
+            tconn.executemany("INSERT INTO names (name_key, name) VALUES (?, ?)", free)
+            self.target.names.forget()
+            ours.update(free)
+        for key, name in theirs.items():
+            if ours[key] == name:
+                self.names[key] = key
+        self.same_names = all(self.names.get(key) == key for key in theirs)
+
+    def same_keys(self, refs: Iterable[int]) -> bool:
+        """Whether a row pointing at these blobs reads the same in the target as it is."""
+        return self.same_names and all(self.blobs[key] == key for key in refs)
+
+    def name(self, key: int) -> int:
+        found = self.names.get(key)
+        if found is None:
+            found = self.names[key] = self.target.names.key(self.source.names.name(key))
+        return found
+
+    def blob(self, key: int) -> int:
+        found = self.blobs.get(key)
+        if found is None:
+            raise StorageError(f"stored value {key} was not copied before its use")
+        self.blobs.move_to_end(key)
+        return found
+
+    def entry(self, entry: Any) -> Any:
+        if isinstance(entry, Ref):
+            return Ref(self.blob(entry.key))
+        if type(entry) is dict and any(isinstance(v, Ref) for v in entry.values()):
+            return {k: Ref(self.blob(v.key)) if isinstance(v, Ref) else v for k, v in entry.items()}
+        return entry
+
+    def state(self, stored: list[Any]) -> list[Any]:
+        """A stored state (full or delta) in the target's names and blob keys."""
+        return rekey_state(stored, self.name, self.entry)
+
+    def pending(self, stored: dict[Any, Any]) -> dict[Any, Any]:
+        """Stored pending writes in the target's names and blob keys."""
+        return rekey_pending(stored, self.name, self.entry)
+
+    def forget_old_blobs(self) -> None:
+        while len(self.blobs) > BLOB_MAP_MAX:
+            self.blobs.popitem(last=False)
+
+
+class _Page:
+    """One page of rows, copied and checked inside one target transaction."""
+
+    def __init__(
+        self,
+        copy: RowCopy,
+        sconn: sqlite3.Connection,
+        tconn: sqlite3.Connection,
+        source_key: int,
+        target_key: int,
+        below: bytes,
+    ) -> None:
+        self.c, self.sconn, self.tconn = copy, sconn, tconn
+        self.source_key, self.target_key, self.below = source_key, target_key, below
+        self.new_blobs: list[tuple[int, int | None, int, bytes]] = []
+        self.copied: list[bytes] = []
+        self.verbatim: set[bytes] = set()  # rows copied byte for byte
+
+    def copy(self, rows: list[Any], last: bool) -> int:
+        ids = [row[0] for row in rows]
+        present = set(self.c.target._present(self.tconn, self.target_key, set(ids)))
+        todo = [row for row in rows if row[0] not in present]
+        tables = self._tables(ids)
+        raws = {row[0]: serde.loads(row[7]) for row in todo}
+        moved = {row[0]: serde.loads(row[8]) for row in todo if row[8] is not None}
+        refs = {
+            checkpoint_id: [
+                *state_refs(raw),
+                *(pending_refs(moved[checkpoint_id]) if checkpoint_id in moved else ()),
+            ]
+            for checkpoint_id, raw in raws.items()
+        }
+        self._copy_blobs(
+            [
+                *(k for found in refs.values() for k in found),
+                *(k for raw in tables.values() for k in pending_refs(raw)),
+            ]
+        )
+        target = self.c.target
+        for checkpoint_id, stored_parent, *columns, _state, _moved in todo:
+            parent = unpack_parent(checkpoint_id, stored_parent)
+            follows = target._place(self.tconn, self.target_key, checkpoint_id, parent)
+            # a delta's parent is older, so it is in the target by now (a source row whose
+            # parent was deleted is stored in full)
+            verbatim = self.c.same_keys(refs[checkpoint_id])
+            if verbatim:
+                state = _state
+                self.verbatim.add(checkpoint_id)
+            else:
+                state = serde.dumps(self.c.state(raws[checkpoint_id]), path="checkpoint")
+            parent_writes = None
+            if checkpoint_id in moved:  # the parent's writes, moved into this row
+                if follows:
+                    parent_writes = (
+                        _moved
+                        if verbatim
+                        else serde.dumps(
+                            self.c.pending(moved[checkpoint_id]), path="pending writes"
+                        )
+                    )
+                elif parent is not None and self._in_target(parent):
+                    # stored among newer rows: the parent keeps its writes in `writes`
+                    translated = self.c.pending(moved[checkpoint_id])
+                    self._add_pending(parent, translated, replace=False)
+            self.tconn.execute(
+                _INSERT,
+                (self.target_key, checkpoint_id, stored_parent, *columns, state, parent_writes),
+            )
+            if checkpoint_id in tables:
+                self._add_pending(checkpoint_id, self.c.pending(tables[checkpoint_id]))
+            self.copied.append(checkpoint_id)
+        if self.copied and last:
+            self._carry_last_writes(self.copied[-1])
+        self.tconn.execute(
+            "UPDATE threads SET checkpoints = checkpoints + ? WHERE thread_key = ?",
+            (len(self.copied), self.target_key),
+        )
+        return len(self.copied)
+
+    def _tables(self, ids: list[bytes]) -> dict[bytes, Any]:
+        """Pending writes still in the source's `writes` table, by checkpoint."""
+        found = self.sconn.execute(
+            "SELECT checkpoint_id, tasks FROM writes WHERE thread_key = ? "
+            "AND checkpoint_id >= ? AND checkpoint_id <= ?",
+            (self.source_key, ids[0], ids[-1]),
+        ).fetchall()
+        return {checkpoint_id: serde.loads(tasks) for checkpoint_id, tasks in found}
+
+    def _in_target(self, checkpoint_id: bytes) -> bool:
+        found = self.tconn.execute(
+            "SELECT 1 FROM checkpoints WHERE thread_key = ? AND checkpoint_id = ?",
+            (self.target_key, checkpoint_id),
+        ).fetchone()
+        return found is not None
+
+    def _carry_last_writes(self, checkpoint_id: bytes) -> None:
+        """The newest copied checkpoint's writes moved into its child, which stays behind:
+        in the target they go to `writes`."""
+        following = self.sconn.execute(
+            "SELECT checkpoint_id, parent_id, parent_writes FROM checkpoints "
+            "WHERE thread_key = ? AND checkpoint_id > ? ORDER BY checkpoint_id LIMIT 1",
+            (self.source_key, checkpoint_id),
+        ).fetchone()
+        if following is None or following[2] is None or following[0] < self.below:
+            return
+        if unpack_parent(following[0], following[1]) != checkpoint_id:
+            return
+        raw = serde.loads(following[2])
+        self._copy_blobs(list(pending_refs(raw)))
+        self._add_pending(checkpoint_id, self.c.pending(raw), replace=False)
+
+    def _add_pending(
+        self, checkpoint_id: bytes, translated: dict[Any, Any], *, replace: bool = True
+    ) -> None:
+        """Store translated pending writes for a target checkpoint in `writes`, merged with
+        what is there (the later writes win, as in the source's `writes` table)."""
+        row = self.tconn.execute(
+            "SELECT tasks FROM writes WHERE thread_key = ? AND checkpoint_id = ?",
+            (self.target_key, checkpoint_id),
+        ).fetchone()
+        merged = _merge(serde.loads(row[0]), translated, replace) if row else translated
+        self.tconn.execute(
+            "INSERT OR REPLACE INTO writes (thread_key, checkpoint_id, tasks) VALUES (?, ?, ?)",
+            (self.target_key, checkpoint_id, serde.dumps(merged, path="pending writes")),
+        )
+
+    def _copy_blobs(self, keys: list[int]) -> None:
+        """Copy the blobs behind `keys` not copied yet, bases and parts first: under the
+        same key if it is free in the target, else under a new one above every key seen."""
+        wanted = {key for key in keys if key not in self.c.blobs}
+        rows: dict[int, tuple[int | None, int, bytes]] = {}
+        while wanted:
+            found = _fetch_blobs(self.sconn, sorted(wanted))
+            missing = wanted - found.keys()
+            if missing:
+                raise StorageError(
+                    f"stored value {min(missing)} of thread '{self.c.ref.thread_id}' is "
+                    "missing; `ttcli verify` lists what is damaged"
+                )
+            rows.update(found)
+            wanted = set()
+            for base_key, is_record, data in found.values():
+                more = [] if base_key is None else [base_key]
+                if is_record:
+                    more += entry_refs(serde.loads(data))
+                wanted.update(k for k in more if k not in rows and k not in self.c.blobs)
+        if not rows:
+            return
+        taken = _fetch_blobs(self.tconn, sorted(rows)).keys()
+        (newest,) = self.tconn.execute("SELECT max(blob_key) FROM blobs").fetchone()
+        next_key = max(newest or 0, *rows) + 1
+        for key in sorted(rows):  # a blob points only at older ones: they are decided first
+            base_key, is_record, data = rows[key]
+            if is_record:
+                data = serde.dumps(self.c.entry(serde.loads(data)))
+            base = None if base_key is None else self.c.blob(base_key)
+            if key in taken or base != base_key or data != rows[key][2]:
+                self.c.blobs[key], next_key = next_key, next_key + 1
+            else:
+                self.c.blobs[key] = key
+            self.new_blobs.append((self.c.blobs[key], base, is_record, data))
+        self.tconn.executemany(
+            "INSERT INTO blobs (blob_key, base_key, is_record, value) VALUES (?, ?, ?, ?)",
+            self.new_blobs[-len(rows) :],
+        )
+
+    # -- the check -------------------------------------------------------------------------
+
+    def check(self, rows: list[Any], unchecked: bytes | None) -> bytes | None:
+        """Read the copied rows back from the target and compare them, by name, with the
+        source's; and the pending writes of checkpoints the target keeps in `writes`.
+
+        Returns the checkpoint whose pending writes can only be compared with the next page
+        (its child, which holds some of them, is copied there)."""
+        copied = set(self.copied)
+        wanted = {row[0]: row for row in rows if row[0] in copied}
+        if wanted:
+            bounds = (self.target_key, min(wanted), max(wanted))
+            found = self.tconn.execute(_READ_BACK, bounds).fetchall()
+            stored = {row[0]: row for row in found}
+            for checkpoint_id, row in wanted.items():
+                if not self._same_row(row, stored.get(checkpoint_id)):
+                    self._fail(checkpoint_id)
+            tabled = self.tconn.execute(_TABLED, bounds).fetchall()
+        else:
+            tabled = []
+        carried = None
+        last = rows[-1][0]
+        for checkpoint_id in [*([] if unchecked is None else [unchecked]), *(t for (t,) in tabled)]:
+            if checkpoint_id == last and not self._settled(checkpoint_id):
+                carried = checkpoint_id
+                continue
+            theirs = self.c.source._pending(self.sconn, self.source_key, checkpoint_id)
+            ours = self.c.target._pending(self.tconn, self.target_key, checkpoint_id)
+            if _translated_pending(self.c, theirs) != ours:
+                self._fail(checkpoint_id)
+        self._check_blobs()
+        return carried
+
+    def _same_row(self, theirs: Any, ours: Any) -> bool:
+        if ours is None or tuple(ours[1:7]) != tuple(theirs[1:7]):
+            return False
+        if theirs[0] in self.verbatim:  # same keys: the same bytes read the same
+            return ours[7] == theirs[7] and ours[8] in (None, theirs[8])
+        source_name, target_name = self.c.source.names.name, self.c.target.names.name
+        expected = rekey_state(serde.loads(theirs[7]), source_name, self.c.entry)
+        if rekey_state(serde.loads(ours[7]), target_name) != expected:
+            return False
+        if ours[8] is None:  # the parent's writes stayed behind, or went to `writes`
+            return True
+        return rekey_pending(serde.loads(ours[8]), target_name) == rekey_pending(
+            serde.loads(theirs[8]), source_name, self.c.entry
+        )
+
+    def _settled(self, checkpoint_id: bytes) -> bool:
+        """Whether the checkpoint's pending writes are all in the target already: its child
+        that holds them is not waiting to be copied in the next page."""
+        following = self.sconn.execute(
+            "SELECT checkpoint_id FROM checkpoints WHERE thread_key = ? AND checkpoint_id > ? "
+            "ORDER BY checkpoint_id LIMIT 1",
+            (self.source_key, checkpoint_id),
+        ).fetchone()
+        return following is None or following[0] >= self.below
+
+    def _check_blobs(self) -> None:
+        for chunk in _chunks(self.new_blobs):
+            stored = _fetch_blobs(self.tconn, [row[0] for row in chunk])
+            for key, base, is_record, data in chunk:
+                if stored.get(key) != (base, is_record, data):
+                    raise StorageError(
+                        f"archive check failed for stored value {key} of thread "
+                        f"'{self.c.ref.thread_id}': nothing was deleted"
+                    )
+
+    def _fail(self, checkpoint_id: bytes) -> None:
+        raise StorageError(
+            f"archive check failed for checkpoint '{uuid.UUID(bytes=checkpoint_id)}' of thread "
+            f"'{self.c.ref.thread_id}': nothing was deleted"
+        )
+
+
+def _translated_pending(copy: RowCopy, pending: dict[str, Any]) -> dict[str, Any]:
+    return {
+        task: (path, {i: (channel, copy.entry(e)) for i, (channel, e) in writes.items()})
+        for task, (path, writes) in pending.items()
+    }
+
+
+def _same(entry: Any) -> Any:
+    return entry
+
+
+def rekey_state(
+    stored: list[Any], name: Callable[[int], Any], entry: Callable[[Any], Any] = _same
+) -> list[Any]:
+    """A stored state (full or delta) with its name keys and entries mapped: into another
+    file's keys to copy it, or to names to compare it across files."""
+    depth, channels, seen, updated, writes = stored
+    return [
+        depth,
+        {
+            name(k): None if e is None else [e[0], *(entry(v) for v in e[1:])]
+            for k, e in channels.items()
+        },
+        {
+            name(n): None if m is None else {name(c): v for c, v in m.items()}
+            for n, m in seen.items()
+        },
+        None if updated is None else [name(k) for k in updated],
+        None
+        if writes is None
+        else [
+            [name(w[0]), 0, name(w[2])] if len(w) == 3 else [name(w[0]), entry(w[1])]
+            for w in writes
+        ],
+    ]
+
+
+def rekey_pending(
+    stored: dict[Any, Any], name: Callable[[int], Any], entry: Callable[[Any], Any] = _same
+) -> dict[Any, Any]:
+    """Stored pending writes with their name keys and entries mapped (see `rekey_state`)."""
+    return {
+        task: [name(path), [[i, name(c), entry(e)] for i, c, e in writes]]
+        for task, (path, writes) in stored.items()
+    }
+
+
+def _merge(old: dict[Any, Any], new: dict[Any, Any], replace: bool) -> dict[Any, Any]:
+    """Two stored pending-write maps as one. With `replace`, `new` holds later writes (the
+    source's `writes` table): its special writes replace, its normal ones only add. Without,
+    `new` holds earlier ones (moved into a child), which the table's special writes override."""
+    merged = {task: [path, {w[0]: w for w in writes}] for task, (path, writes) in old.items()}
+    for task, (path, writes) in new.items():
+        known = merged.setdefault(task, [path, {}])[1]
+        for write in writes:
+            idx = write[0]
+            if idx not in known or (replace and idx < 0) or (not replace and idx >= 0):
+                known[idx] = write
+    return {task: [path, sorted(writes.values())] for task, (path, writes) in merged.items()}
+
+
+def _fetch_blobs(
+    conn: sqlite3.Connection, keys: list[int]
+) -> dict[int, tuple[int | None, int, bytes]]:
+    found: dict[int, tuple[int | None, int, bytes]] = {}
+    for chunk in _chunks(keys):
+        marks = ",".join("?" * len(chunk))
+        for key, base_key, is_record, data in conn.execute(_BLOBS.format(marks=marks), chunk):
+            found[key] = (base_key, is_record, data)
+    return found
+
+
+def _chunks(items: list[Any], size: int = 500) -> Iterable[list[Any]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
