@@ -180,3 +180,31 @@ def test_an_integer_beyond_64_bits_is_a_clear_error_naming_it() -> None:
         "cannot store state.totals[1]: the integer 1180591620717411303424 is outside the range "
         "msgpack stores (-2**63 to 2**64-1); store it as a string or a Decimal"
     )
+
+
+def test_a_message_changed_after_it_was_stored_is_stored_as_it_is_now() -> None:
+    flat = AIMessage("first", id=str(uuid.uuid4()))
+    nested = AIMessage("call", id="not-a-uuid", tool_calls=[{"name": "a"}])
+    stored = serde.dumps([flat, nested])
+    assert serde.loads(stored) == [flat, nested]
+    flat["content"] = "second"  # a field replaced
+    nested["tool_calls"].append({"name": "b"})  # a nested value changed in place
+    assert serde.loads(serde.dumps([flat, nested])) == [flat, nested]
+    # read back and stored again: the same bytes
+    again = serde.loads(stored)
+    again.append(HumanMessage("next", id=str(uuid.uuid4())))
+    assert serde.dumps(again)[1:].startswith(stored[1:])
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "6F9619FF-8B86-D011-B42D-00C04FC964FF",  # upper case: kept as text
+        "6f9619ff8b86d011b42d00c04fc964ff",  # no dashes
+        "6f9619ff-8b86-d011-b42d-00c04fc964f ",  # a space
+        "{6f9619ff-8b86-d011-b42d-00c04fc964ff}",
+    ],
+)
+def test_message_ids_that_are_not_canonical_uuids_come_back_unchanged(text: str) -> None:
+    message = HumanMessage("hi", id=text)
+    assert serde.loads(serde.dumps(message))["id"] == text

@@ -101,7 +101,7 @@ def _ext(code: int, payload: Any) -> msgpack.ExtType:
 
 def _default(obj: Any) -> Any:  # noqa: PLR0911 - one branch per supported type
     if isinstance(obj, Message):
-        return _ext(MESSAGE, _message_payload(obj))
+        return _message_ext(obj)
     if isinstance(obj, Ref):
         return _ext(REF, obj.key)
     if isinstance(obj, enum.Enum):
@@ -126,18 +126,53 @@ _MESSAGE_TYPES = ("human", "ai", "system", "tool", "remove")
 _MESSAGE_CODES = {name: code for code, name in enumerate(_MESSAGE_TYPES)}
 
 
+#: where a message keeps its last encoding: (its items then, the ext), an instance attribute
+#: that is not part of the message's dict
+_PACKED = "_ttcli_packed"
+_SCALARS = frozenset({str, int, float, bool, bytes, type(None)})
+
+
+def _message_ext(message: Message) -> msgpack.ExtType:
+    """A message's ext, reused while its fields are the same: a chat history is stored once
+    per change, but compared in full at every checkpoint, so each message is encoded once.
+    Only messages whose fields are all immutable scalars keep their encoding (a nested list
+    could change in place without the fields changing)."""
+    items = tuple(dict.items(message))
+    packed = message.__dict__.get(_PACKED)
+    if packed is not None and packed[0] == items:
+        return packed[1]  # type: ignore[no-any-return]
+    ext = _ext(MESSAGE, _message_payload(message))
+    _remember(message, items, ext)
+    return ext
+
+
+def _remember(message: Message, items: tuple[Any, ...], ext: msgpack.ExtType) -> None:
+    if all(type(value) in _SCALARS for _key, value in items):
+        message.__dict__[_PACKED] = (items, ext)
+
+
 def _message_payload(message: Message) -> list[Any]:
     # [type, content, id, other fields]: the keys every message has are positional, and a
     # UUID id (the usual case) takes 16 bytes instead of 36
     fields = dict(message)
     message_type, content, message_id = fields.pop("type"), fields.pop("content"), fields.pop("id")
     if isinstance(message_id, str):
-        try:
-            if str(uuid.UUID(message_id)) == message_id:
-                message_id = uuid.UUID(message_id).bytes
-        except ValueError:
-            pass
+        message_id = _uuid_bytes(message_id) or message_id
     return [_MESSAGE_CODES.get(message_type, message_type), content, message_id, fields or None]
+
+
+def _uuid_bytes(text: str) -> bytes | None:
+    """The 16 bytes of a UUID in canonical form (lowercase, dashed), else None: only then
+    does reading it back give the same text."""
+    if len(text) != 36 or text[8] != "-" or text[13] != "-" or text[18] != "-" or text[23] != "-":
+        return None
+    if text != text.lower():
+        return None
+    try:
+        found = bytes.fromhex(text.replace("-", ""))
+    except ValueError:
+        return None
+    return found if len(found) == 16 else None
 
 
 def _message(payload: list[Any]) -> Message:
@@ -190,9 +225,12 @@ def _ext_hook(code: int, data: bytes) -> Any:
     if decode is None:
         return {"$undecodable": {"ext": code, "bytes": data.hex()}}
     try:
-        return decode(payload)
+        found = decode(payload)
     except (TypeError, ValueError) as exc:
         raise CorruptValueError(f"undecodable ext type {code}: {exc}") from None
+    if code == MESSAGE:  # stored again as it was read, unless it changes
+        _remember(found, tuple(dict.items(found)), msgpack.ExtType(code, data))
+    return found
 
 
 def _typed(payload: list[Any], key: str) -> Any:
