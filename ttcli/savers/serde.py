@@ -140,7 +140,7 @@ def _message_ext(message: Message) -> msgpack.ExtType:
     items = tuple(dict.items(message))
     packed = message.__dict__.get(_PACKED)
     if packed is not None and packed[0] == items:
-        return packed[1]  # type: ignore[no-any-return]
+        return packed[1]
     ext = _ext(MESSAGE, _message_payload(message))
     _remember(message, items, ext)
     return ext
