@@ -411,3 +411,20 @@ def test_threads_never_share_blobs_so_deleting_one_leaves_the_other_whole(
     with SqliteSaver.from_conn_string(db_path) as saver:
         assert saver.integrity_problems() == []
     assert keys  # b's lists are long enough to be blobs
+
+
+def test_a_value_changed_in_place_by_its_reader_reads_as_stored(db_path: Path) -> None:
+    builder = StateGraph(MessagesState)
+    builder.add_node("bot", lambda state: {"messages": [("assistant", "a reply " * 8)]})
+    builder.add_edge(START, "bot")
+    with SqliteSaver.from_conn_string(db_path) as saver:
+        app = builder.compile(checkpointer=saver)
+        result = app.invoke({"messages": [("user", "a question " * 8)]}, config("t"))
+        stored = [dict(m) for m in result["messages"]]
+        result["messages"][0]["content"] = "changed after the run"  # the written objects
+        first = app.get_state(config("t")).values["messages"]
+        assert [dict(m) for m in first] == stored
+        first[1]["content"] = "changed after reading"  # the read objects
+        first.append("not stored")
+        again = app.get_state(config("t")).values["messages"]
+        assert [dict(m) for m in again] == stored

@@ -20,13 +20,16 @@ Blobs never change after insert, and belong to one thread (copies copy them).
 from __future__ import annotations
 
 import copy
+import operator
 import sqlite3
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from itertools import chain, repeat
 from typing import Any
 
-from ttcli.errors import CorruptValueError
+from ttcli.errors import CorruptValueError, SerializationError
+from ttcli.graph.messages import Message
 from ttcli.savers import serde
 from ttcli.savers.serde import Ref
 
@@ -37,6 +40,7 @@ RECORD_ENTRY_MIN = 48  # map entries at least this large become blobs of their o
 # and a read walks a bounded number of rows per byte of value.
 CHAIN_DEPTH_MIN = 1024
 RECENT_MAX = 256  # encoded channel values remembered for append detection
+DECODED_MAX = 16  # list channel values kept decoded (a chat's history, read at every turn)
 
 _INSERT = """
 INSERT INTO blobs (base_key, is_record, value)
@@ -76,6 +80,40 @@ def entry_refs(entry: Any) -> Iterator[int]:
 
 
 @dataclass(frozen=True, slots=True)
+class _Decoded:
+    """A list channel value as decoded, handed out as copies while it is intact.
+
+    Only lists of immutable scalars and of messages whose fields are all scalars are kept:
+    the fields of each message as read are compared (at C speed) before every reuse, so a
+    message changed in place by its reader is never handed out again.
+    """
+
+    items: tuple[Any, ...]
+    messages: tuple[Message, ...]
+    fields: list[tuple[Any, ...]]
+
+    @classmethod
+    def of(cls, value: Any) -> _Decoded | None:
+        # checked at C speed: this runs for every list a chat stores or reads
+        if type(value) is not list:
+            return None
+        if all(map(serde.SCALARS.__contains__, map(type, value))):
+            return cls(tuple(value), (), [])
+        if all(map(isinstance, value, repeat(Message))) and all(
+            map(serde.SCALARS.__contains__, map(type, chain.from_iterable(map(dict.values, value))))
+        ):
+            return cls(tuple(value), tuple(value), _fields(value))
+        return None
+
+    def intact(self) -> bool:
+        return _fields(self.messages) == self.fields
+
+
+def _fields(messages: Iterable[Message]) -> list[tuple[Any, ...]]:
+    return list(map(tuple, map(dict.items, messages)))
+
+
+@dataclass(frozen=True, slots=True)
 class _ChannelInfo:
     """What append detection needs to know about a stored channel value."""
 
@@ -92,6 +130,7 @@ class BlobStore:
     def __init__(self, conn: sqlite3.Connection) -> None:
         self.conn = conn
         self._recent: OrderedDict[int, _ChannelInfo] = OrderedDict()
+        self._decoded: OrderedDict[int, _Decoded] = OrderedDict()
 
     def writer(self) -> BlobWriter:
         return BlobWriter(self)
@@ -123,6 +162,34 @@ class BlobStore:
         return self._decode(row[1], row[2], blob_key)
 
     def read_channel(self, blob_key: int) -> Any:
+        """A channel value: the blob's list, and those it appends to (blobs never change)."""
+        decoded = self._decoded.get(blob_key)
+        if decoded is not None and decoded.intact():
+            self._decoded.move_to_end(blob_key)
+            return list(decoded.items)
+        value = self._read_chain(blob_key)
+        self.keep_decoded(blob_key, value)
+        return value
+
+    def appended_items(self, blob_key: int, value: list[Any]) -> list[Any] | None:
+        """The items `value` adds to the list kept decoded for the blob, if it starts with
+        exactly that list (the same objects, unchanged); else None."""
+        decoded = self._decoded.get(blob_key)
+        if decoded is None or len(value) <= len(decoded.items) or not decoded.intact():
+            return None
+        if not all(map(operator.is_, value, decoded.items)):
+            return None
+        return value[len(decoded.items) :]
+
+    def keep_decoded(self, blob_key: int, value: Any) -> None:
+        """Keep a list channel value the blob holds, to hand out copies of (see _Decoded)."""
+        kept = _Decoded.of(value)
+        if kept is not None:
+            self._decoded[blob_key] = kept
+            if len(self._decoded) > DECODED_MAX:
+                self._decoded.popitem(last=False)
+
+    def _read_chain(self, blob_key: int) -> Any:
         rows = self.conn.execute(_CHAIN, {"blob_key": blob_key}).fetchall()
         if not rows or rows[-1][0] != blob_key or rows[0][1] is not None:
             raise CorruptValueError(f"stored value {blob_key} is missing or its chain is broken")
@@ -205,6 +272,7 @@ class BlobStore:
     def forget(self) -> None:
         """Drop remembered values (after a rollback their blob keys may be reused)."""
         self._recent.clear()
+        self._decoded.clear()
 
 
 class BlobWriter:
@@ -259,12 +327,20 @@ class BlobWriter:
 
     def channel(self, name: str, value: Any, previous: Any) -> Any:
         """Store a channel's new value, as an append to `previous` when the list only grew."""
+        if type(value) is list and isinstance(previous, Ref):
+            # the list the previous value was, grown by new items: only they are encoded
+            tail = self.store.appended_items(previous.key, value)
+            appended = None if tail is None else self._append(value, previous.key, tail=tail)
+            if appended is not None:
+                self.store.keep_decoded(appended.key, value)
+                return appended
         data = serde.dumps(value, path=name)
         if len(data) <= INLINE_MAX:
             return serde.loads(data)
         if type(value) is list and isinstance(previous, Ref):
-            appended = self._append(value, data, previous.key)
+            appended = self._append(value, previous.key, data=data)
             if appended is not None:
+                self.store.keep_decoded(appended.key, value)
                 return appended
         found = self.pool.get(data)
         if isinstance(found, Ref) and found.key in self.adopted:
@@ -274,18 +350,38 @@ class BlobWriter:
         if isinstance(entry, Ref):
             length = len(value) if type(value) is list else -1
             self.store.remember(entry.key, _ChannelInfo(data, length, 0, len(data), 0))
+            self.store.keep_decoded(entry.key, value)
         return entry
 
-    def _append(self, value: list[Any], data: bytes, base_key: int) -> Ref | None:
+    def _append(
+        self,
+        value: list[Any],
+        base_key: int,
+        *,
+        data: bytes | None = None,
+        tail: list[Any] | None = None,
+    ) -> Ref | None:
+        """Store `value` as the items it adds to the list at `base_key`: given the whole
+        value encoded (`data`), or the new items (`tail`) when the rest is known unchanged."""
         base = self.store.channel_info(base_key)
         if base.length < 0 or len(value) <= base.length:
             return None
-        old_body, new_body = _body(base.data), _body(data)
-        if not new_body.startswith(old_body):
-            return None
         if base.depth + 1 >= CHAIN_DEPTH_MIN and base.appended_bytes >= base.keyframe_bytes:
             return None  # time for a keyframe
-        delta = _array_header(len(value) - base.length) + new_body[len(old_body) :]
+        if tail is not None:
+            if len(value) - len(tail) != base.length:
+                return None
+            try:
+                delta = serde.dumps(tail)
+            except SerializationError:
+                return None  # encoding the whole value names what cannot be stored
+            data = _array_header(len(value)) + _body(base.data) + _body(delta)
+        else:
+            assert data is not None
+            old_body, new_body = _body(base.data), _body(data)
+            if not new_body.startswith(old_body):
+                return None
+            delta = _array_header(len(value) - base.length) + new_body[len(old_body) :]
         shared = self.pool.get(delta)
         if isinstance(shared, Ref) and self._adopt(shared.key, base_key):
             blob_key = shared.key

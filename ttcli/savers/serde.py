@@ -129,7 +129,8 @@ _MESSAGE_CODES = {name: code for code, name in enumerate(_MESSAGE_TYPES)}
 #: where a message keeps its last encoding: (its items then, the ext), an instance attribute
 #: that is not part of the message's dict
 _PACKED = "_ttcli_packed"
-_SCALARS = frozenset({str, int, float, bool, bytes, type(None)})
+#: types whose values never change in place
+SCALARS = frozenset({str, int, float, bool, bytes, type(None)})
 
 
 def _message_ext(message: Message) -> msgpack.ExtType:
@@ -147,7 +148,7 @@ def _message_ext(message: Message) -> msgpack.ExtType:
 
 
 def _remember(message: Message, items: tuple[Any, ...], ext: msgpack.ExtType) -> None:
-    if all(type(value) in _SCALARS for _key, value in items):
+    if all(type(value) in SCALARS for _key, value in items):
         message.__dict__[_PACKED] = (items, ext)
 
 
