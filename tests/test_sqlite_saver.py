@@ -428,3 +428,23 @@ def test_a_value_changed_in_place_by_its_reader_reads_as_stored(db_path: Path) -
         first.append("not stored")
         again = app.get_state(config("t")).values["messages"]
         assert [dict(m) for m in again] == stored
+
+
+def test_a_message_a_node_changed_in_place_is_stored_changed(db_path: Path) -> None:
+    def bot(state: MessagesState) -> dict[str, Any]:
+        state["messages"][0]["content"] = "edited in place"  # not the way to do it, but kept
+        return {"messages": [("assistant", "a reply " * 8)]}
+
+    builder = StateGraph(MessagesState)
+    builder.add_node("bot", bot)
+    builder.add_edge(START, "bot")
+    with SqliteSaver.from_conn_string(db_path) as saver:
+        app = builder.compile(checkpointer=saver)
+        app.invoke({"messages": [("user", "a question " * 8)]}, config("t"))
+        app.invoke({"messages": [("user", "another " * 8)]}, config("t"))
+        result = app.invoke({"messages": [("user", "a third " * 8)]}, config("t"))
+    with SqliteSaver.from_conn_string(db_path) as reader:
+        stored = reader.get_tuple(config("t"))
+        assert stored is not None
+        assert stored.checkpoint["channel_values"]["messages"] == result["messages"]
+        assert result["messages"][0]["content"] == "edited in place"

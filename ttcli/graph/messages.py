@@ -10,6 +10,7 @@ from __future__ import annotations
 import operator
 import uuid
 from collections.abc import Sequence
+from itertools import repeat
 from typing import Annotated, Any, TypedDict
 
 REMOVE_ALL_MESSAGES = "__remove_all__"
@@ -167,8 +168,11 @@ def add_messages(left: Sequence[Any] | Any, right: Sequence[Any] | Any) -> list[
 
 def _messages(value: Sequence[Any] | Any) -> list[Message]:
     items = _as_list(value)
-    if all(isinstance(m, Message) and m.get("id") is not None for m in items):
-        return list(items)  # already messages with ids (a channel's own value)
+    # already messages with ids (a channel's own value)? checked at C speed
+    if all(map(isinstance, items, repeat(Message))) and None not in map(
+        dict.get, items, repeat("id")
+    ):
+        return list(items)
     return [_with_id(to_message(m)) for m in items]
 
 

@@ -108,6 +108,15 @@ class _Decoded:
     def intact(self) -> bool:
         return _fields(self.messages) == self.fields
 
+    def extended(self, tail: list[Any]) -> _Decoded | None:
+        """This list grown by `tail`, checking only the new items."""
+        added = _Decoded.of(tail)
+        if added is None:
+            return None
+        return _Decoded(
+            self.items + added.items, self.messages + added.messages, self.fields + added.fields
+        )
+
 
 def _fields(messages: Iterable[Message]) -> list[tuple[Any, ...]]:
     return list(map(tuple, map(dict.items, messages)))
@@ -181,13 +190,23 @@ class BlobStore:
             return None
         return value[len(decoded.items) :]
 
+    def keep_appended(self, base_key: int, blob_key: int, tail: list[Any]) -> None:
+        """Keep the blob's list: the (intact) one kept for `base_key` with `tail` added."""
+        decoded = self._decoded.get(base_key)
+        kept = None if decoded is None else decoded.extended(tail)
+        if kept is not None:
+            self._keep(blob_key, kept)
+
     def keep_decoded(self, blob_key: int, value: Any) -> None:
         """Keep a list channel value the blob holds, to hand out copies of (see _Decoded)."""
         kept = _Decoded.of(value)
         if kept is not None:
-            self._decoded[blob_key] = kept
-            if len(self._decoded) > DECODED_MAX:
-                self._decoded.popitem(last=False)
+            self._keep(blob_key, kept)
+
+    def _keep(self, blob_key: int, kept: _Decoded) -> None:
+        self._decoded[blob_key] = kept
+        if len(self._decoded) > DECODED_MAX:
+            self._decoded.popitem(last=False)
 
     def _read_chain(self, blob_key: int) -> Any:
         rows = self.conn.execute(_CHAIN, {"blob_key": blob_key}).fetchall()
@@ -332,7 +351,8 @@ class BlobWriter:
             tail = self.store.appended_items(previous.key, value)
             appended = None if tail is None else self._append(value, previous.key, tail=tail)
             if appended is not None:
-                self.store.keep_decoded(appended.key, value)
+                assert tail is not None
+                self.store.keep_appended(previous.key, appended.key, tail)
                 return appended
         data = serde.dumps(value, path=name)
         if len(data) <= INLINE_MAX:
