@@ -69,6 +69,8 @@ class Run:
         self.debug = "debug" in modes
         #: the interrupts the run stopped at, if it stopped at any
         self.interrupts: list[Interrupt] = []
+        #: the writes of a superstep's only task, saved with the checkpoint it leads to
+        self.deferred: tuple[str, str, list[tuple[str, Any]]] | None = None
         limit = self.config.get("recursion_limit", DEFAULT_RECURSION_LIMIT)
         if not isinstance(limit, int) or limit < 1:
             raise ConfigError("recursion_limit must be at least 1")
@@ -85,6 +87,12 @@ class Run:
 
     def stream(self) -> Iterator[Chunk]:
         """Run to the end, a breakpoint or an interrupt, yielding (mode, chunk) pairs."""
+        try:
+            yield from self._steps()
+        finally:  # stopped early, or failed: a finished task's writes are kept all the same
+            self._flush()
+
+    def _steps(self) -> Iterator[Chunk]:
         self._load()
         yield from self._first()
         while True:
@@ -230,7 +238,11 @@ class Run:
                 errors[task.id] = outcome
                 self._save_writes(task.id, task.path_text, [(ERROR, repr(outcome))])
             else:
-                self._save_writes(task.id, task.path_text, task.writes or [(NO_WRITES, None)])
+                writes = task.writes or [(NO_WRITES, None)]
+                if len(tasks) == 1:  # saved with the checkpoint it leads to: one commit a step
+                    self.deferred = (task.id, task.path_text, writes)
+                else:  # each as it finishes: after a crash only unfinished tasks run again
+                    self._save_writes(task.id, task.path_text, writes)
                 if task.name != START:
                     yield "updates", {task.name: task.output}
             if task in shown:
@@ -305,6 +317,12 @@ class Run:
         if self.saver is not None:
             self.saver.put_writes(self.parent.to_config(), writes, task_id, task_path)
 
+    def _flush(self) -> None:
+        """Save the writes of a superstep's only task, held back to go with its checkpoint."""
+        if self.deferred is not None:
+            deferred, self.deferred = self.deferred, None
+            self._save_writes(*deferred)
+
     def _put_checkpoint(
         self, source: str, writes: dict[str, Any] | None, updated: set[str] | None
     ) -> Iterator[Chunk]:
@@ -313,7 +331,9 @@ class Run:
         parent_config = self.parent.to_config() if self.parent.checkpoint_id else None
         if self.saver is not None:
             changed = new_versions(self.stored_versions, checkpoint["channel_versions"])
-            self.saver.put(self.parent.to_config(), checkpoint, metadata, changed)
+            with self.saver.batch():
+                self._flush()
+                self.saver.put(self.parent.to_config(), checkpoint, metadata, changed)
         self.checkpoint, self.metadata, self.pending = checkpoint, metadata, []
         self.stored_versions = dict(checkpoint["channel_versions"])
         self.parent = self.ref.at(checkpoint["id"])
