@@ -82,9 +82,9 @@ def test_killed_runs_lose_nothing_and_resume_to_the_same_result(tmp_path: Path) 
     kills = 0
     for thread in (f"t{i}" for i in range(12)):
         log = tmp_path / f"{thread}.log"
-        # up to five kills at random statements (a whole run is about 280 and kills
+        # up to five kills at random statements (a whole run is about 210 and kills
         # land early more often), then a clean run
-        for kill in [*(rng.randint(1, 200) for _ in range(5)), 0]:
+        for kill in [*(rng.randint(1, 150) for _ in range(5)), 0]:
             done = worker("run", str(db), thread, str(log), str(kill))
             assert done.returncode in (0, KILLED), done.stderr
             assert integrity(db) == "ok"

@@ -21,7 +21,8 @@ import signal
 import sqlite3
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import Annotated, Any, TypedDict
 
 from click.testing import CliRunner
@@ -64,6 +65,7 @@ class LoggingSaver(SqliteSaver):
     def __init__(self, path: str, log: str) -> None:
         super().__init__(path)
         self.log = open(log, "a")  # noqa: SIM115 - lives as long as the process
+        self.stored: list[str] = []
 
     def put(
         self,
@@ -73,9 +75,26 @@ class LoggingSaver(SqliteSaver):
         new_versions: Mapping[str, int],
     ) -> RunnableConfig:
         saved = super().put(config, checkpoint, metadata, new_versions)
-        self.log.write(f"{checkpoint['id']}\n")
-        self.log.flush()
+        self.stored.append(checkpoint["id"])
+        if not self._batch_depth:  # committed already
+            self._committed()
         return saved
+
+    @contextmanager
+    def batch(self) -> Iterator[None]:
+        try:
+            with super().batch():
+                yield
+        except BaseException:
+            self.stored.clear()  # rolled back
+            raise
+        if not self._batch_depth:
+            self._committed()
+
+    def _committed(self) -> None:
+        self.log.writelines(f"{checkpoint_id}\n" for checkpoint_id in self.stored)
+        self.log.flush()
+        self.stored.clear()
 
 
 def kill_at(statement: int) -> None:

@@ -205,6 +205,8 @@ class SqliteSaver(BaseSaver):
         #: `prune` can say what it freed without reading the threads again
         self.deleted_bytes = 0
         self._batch_depth = 0
+        #: thread keys looked up in the current batch's transaction (valid until it ends)
+        self._batch_threads: dict[tuple[str, str], int] = {}
         try:
             self.conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
             ensure_schema(self.conn, self.path)
@@ -256,6 +258,7 @@ class SqliteSaver(BaseSaver):
                 yield
             finally:
                 self._batch_depth -= 1
+                self._batch_threads.clear()
 
     @contextmanager
     def write(self) -> Iterator[sqlite3.Connection]:
@@ -303,6 +306,7 @@ class SqliteSaver(BaseSaver):
         self.blobs.forget()
         self.names.forget()
         self._states.clear()
+        self._batch_threads.clear()
 
     # -- the saver contract --------------------------------------------------------------------
 
@@ -365,12 +369,15 @@ class SqliteSaver(BaseSaver):
             if parent is not None and parent_id is not None:
                 previous = parent.channels
                 writer.protect(entry[1] for entry in previous.values() if len(entry) == 2)
-                pending = self._pending(conn, thread_key, parent_id)
+                if follows:  # the parent is the latest: all its writes are in `writes`
+                    moved = self._take_pending(conn, thread_key, parent_id)
+                    pending = decode_pending(moved, self.names)
+                else:
+                    pending = self._pending(conn, thread_key, parent_id)
                 writer.offer(
                     (e for _, writes in pending.values() for _, e in writes.values()),
                     adoptable=True,
                 )
-                moved = self._take_pending(conn, thread_key, parent_id) if follows else None
             values, versions = checkpoint["channel_values"], checkpoint["channel_versions"]
             channels: dict[str, builtins.list[Any]] = {}
             for name in dict.fromkeys([*values, *versions]):
@@ -431,8 +438,8 @@ class SqliteSaver(BaseSaver):
             thread_key, checkpoint_id = row[0], row[3]
             state = self._state(conn, thread_key, checkpoint_id)
             assert state is not None
-            pending = self._pending(conn, thread_key, checkpoint_id)
             table = self._table_pending(conn, thread_key, checkpoint_id)
+            pending = self._pending(conn, thread_key, checkpoint_id, table=table)
             writer = self.blobs.writer()
             writer.offer(
                 entry[1]
@@ -807,15 +814,25 @@ class SqliteSaver(BaseSaver):
         if len(self._states) > STATE_CACHE_MAX:
             self._states.popitem(last=False)
 
-    def _pending(self, conn: sqlite3.Connection, thread_key: int, checkpoint_id: bytes) -> Pending:
+    def _pending(
+        self,
+        conn: sqlite3.Connection,
+        thread_key: int,
+        checkpoint_id: bytes,
+        *,
+        table: Pending | None = None,
+    ) -> Pending:
         """A checkpoint's pending writes: those moved into its child, then those still in
-        `writes` (a later normal write never replaces an earlier one; special ones do)."""
+        `writes` (`table`, if already read; a later normal write never replaces an earlier
+        one; special ones do)."""
         params = {"thread_key": thread_key, "checkpoint_id": checkpoint_id}
         following = conn.execute(_NEXT, params).fetchone()
         merged: Pending = {}
         if following is not None and unpack_parent(following[0], following[1]) == checkpoint_id:
             merged = decode_pending(following[2], self.names)
-        for task_id, (path, writes) in self._table_pending(conn, thread_key, checkpoint_id).items():
+        if table is None:
+            table = self._table_pending(conn, thread_key, checkpoint_id)
+        for task_id, (path, writes) in table.items():
             _path, known = merged.setdefault(task_id, (path, {}))
             for idx, write in writes.items():
                 if idx < 0 or idx not in known:
@@ -883,7 +900,7 @@ class SqliteSaver(BaseSaver):
         self, conn: sqlite3.Connection, thread_key: int, parent_id: bytes
     ) -> bytes | None:
         """Move the parent's pending writes out of `writes` for its child's row (the row
-        right after it)."""
+        right after it, so none were moved into another row before)."""
         params = {"thread_key": thread_key, "checkpoint_id": parent_id}
         row = conn.execute(_PENDING, params).fetchone()
         if row is None:
@@ -908,13 +925,20 @@ class SqliteSaver(BaseSaver):
     def _thread_key(
         self, conn: sqlite3.Connection, ref: CheckpointRef, *, create: bool = False
     ) -> int | None:
+        known = (ref.thread_id, ref.checkpoint_ns)
+        if self._batch_depth and known in self._batch_threads:
+            return self._batch_threads[known]
         params = {"thread_id": ref.thread_id, "checkpoint_ns": ref.checkpoint_ns}
         row = conn.execute(_THREAD, params).fetchone()
         if row is not None:
-            return int(row[0])
-        if not create:
+            found: int | None = int(row[0])
+        elif create:
+            found = conn.execute(_NEW_THREAD, params).lastrowid
+        else:
             return None
-        return conn.execute(_NEW_THREAD, params).lastrowid
+        if self._batch_depth and found is not None:
+            self._batch_threads[known] = found
+        return found
 
     def _row(self, conn: sqlite3.Connection, ref: CheckpointRef) -> Sequence[Any] | None:
         thread_key = self._thread_key(conn, ref)
