@@ -143,13 +143,9 @@ def _message_ext(message: Message) -> msgpack.ExtType:
     if packed is not None and packed[0] == items:
         return packed[1]
     ext = _ext(MESSAGE, _message_payload(message))
-    _remember(message, items, ext)
-    return ext
-
-
-def _remember(message: Message, items: tuple[Any, ...], ext: msgpack.ExtType) -> None:
     if all(type(value) in SCALARS for _key, value in items):
         message.__dict__[_PACKED] = (items, ext)
+    return ext
 
 
 def _message_payload(message: Message) -> list[Any]:
@@ -226,12 +222,9 @@ def _ext_hook(code: int, data: bytes) -> Any:
     if decode is None:
         return {"$undecodable": {"ext": code, "bytes": data.hex()}}
     try:
-        found = decode(payload)
+        return decode(payload)
     except (TypeError, ValueError) as exc:
         raise CorruptValueError(f"undecodable ext type {code}: {exc}") from None
-    if code == MESSAGE:  # stored again as it was read, unless it changes
-        _remember(found, tuple(dict.items(found)), msgpack.ExtType(code, data))
-    return found
 
 
 def _typed(payload: list[Any], key: str) -> Any:
