@@ -101,7 +101,7 @@ def _ext(code: int, payload: Any) -> msgpack.ExtType:
 
 def _default(obj: Any) -> Any:  # noqa: PLR0911 - one branch per supported type
     if isinstance(obj, Message):
-        return _message_ext(obj)
+        return _ext(MESSAGE, _message_payload(obj))
     if isinstance(obj, Ref):
         return _ext(REF, obj.key)
     if isinstance(obj, enum.Enum):
@@ -126,26 +126,8 @@ _MESSAGE_TYPES = ("human", "ai", "system", "tool", "remove")
 _MESSAGE_CODES = {name: code for code, name in enumerate(_MESSAGE_TYPES)}
 
 
-#: where a message keeps its last encoding: (its items then, the ext), an instance attribute
-#: that is not part of the message's dict
-_PACKED = "_ttcli_packed"
 #: types whose values never change in place
 SCALARS = frozenset({str, int, float, bool, bytes, type(None)})
-
-
-def _message_ext(message: Message) -> msgpack.ExtType:
-    """A message's ext, reused while its fields are the same: a chat history is stored once
-    per change, but compared in full at every checkpoint, so each message is encoded once.
-    Only messages whose fields are all immutable scalars keep their encoding (a nested list
-    could change in place without the fields changing)."""
-    items = tuple(dict.items(message))
-    packed = message.__dict__.get(_PACKED)
-    if packed is not None and packed[0] == items:
-        return packed[1]
-    ext = _ext(MESSAGE, _message_payload(message))
-    if all(type(value) in SCALARS for _key, value in items):
-        message.__dict__[_PACKED] = (items, ext)
-    return ext
 
 
 def _message_payload(message: Message) -> list[Any]:
