@@ -88,7 +88,7 @@ def main(workdir: Path) -> list[tuple[str, str, str, str]]:
     source = workdir / "prune-source.db"
     build(source)
     rates = {}
-    for name, archive in (("plain", None), ("archive", workdir / "prune-archive.db")):
+    for name, archive in (("plain", None), ("archive", workdir / "prune-archive-target.db")):
         path = workdir / f"prune-{name}.db"
         shutil.copy(source, path)
         deleted, seconds = prune(path, archive)

@@ -19,7 +19,7 @@ from tests.test_properties import apply, operations, random_graph
 from tests.test_saver_contract import config, put_chain, put_one
 from ttcli import END, START, Command, MessagesState, Send, StateGraph, interrupt
 from ttcli.configs import CheckpointRef
-from ttcli.errors import StorageError
+from ttcli.errors import ConfigError, StorageError
 from ttcli.graph.messages import AIMessage, HumanMessage
 from ttcli.ops.prune import PrunePolicy, execute_prune, plan_prune
 from ttcli.savers import sqlite_copy
@@ -183,3 +183,30 @@ def test_the_newest_archived_checkpoint_keeps_earlier_and_later_writes(
             assert saver.copy_rows(config("t"), child, target) == 0  # already there
             assert target.get_tuple(at) == saver.get_tuple(at)
             assert target.child_ids(config("t", root)) == [head]
+
+
+def test_a_file_is_never_archived_into_itself(db_path: Path) -> None:
+    with SqliteSaver.from_conn_string(db_path) as saver:
+        put_chain(saver, steps=3)
+        with SqliteSaver.from_conn_string(db_path) as same:
+            with pytest.raises(ConfigError, match="into itself: archive to another file"):
+                prune_into(saver, db_path, 1)
+            assert same.count_checkpoints(config("t")) == 3
+
+
+def test_rows_older_than_the_target_thread_are_placed_among_its_rows(
+    db_path: Path, tmp_path: Path
+) -> None:
+    with SqliteSaver.from_conn_string(db_path) as saver:
+        first, second, third = put_chain(saver, steps=3)
+        saver.put_writes(config("t", second), [("log", ["w"])], "task-w", "p")
+        with SqliteSaver.from_conn_string(tmp_path / "archive.db") as target:
+            own = put_chain(target, steps=2)  # newer than everything in the source
+            before = [target.get_tuple(config("t", i)) for i in own]
+            assert saver.copy_rows(config("t"), third, target) == 2
+            for checkpoint_id in (first, second):
+                at = config("t", checkpoint_id)
+                assert target.get_tuple(at) == saver.get_tuple(at)
+            assert [target.get_tuple(config("t", i)) for i in own] == before
+            assert target.child_ids(config("t", first)) == [second]
+            assert target.integrity_problems() == []

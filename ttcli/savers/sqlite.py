@@ -596,8 +596,10 @@ class SqliteSaver(BaseSaver):
         return [_id_text(key) if len(key) == 16 else repr(key) for (key,) in rows]
 
     def copy_rows(self, config: RunnableConfig, below: str, target: BaseSaver) -> int | None:
-        if not isinstance(target, SqliteSaver) or target is self:
+        if not isinstance(target, SqliteSaver):
             return None
+        if target is self or _same_file(self.path, target.path):
+            raise ConfigError(f"cannot copy {self.path} into itself: archive to another file")
         return RowCopy(self, target, self.ref(config)).copy_below(_require_id(below))
 
     def count_checkpoints(self, config: RunnableConfig, *, below: str | None = None) -> int:
@@ -1048,6 +1050,12 @@ class SqliteSaver(BaseSaver):
             else None,
             pending_writes=pending if values else None,
         )
+
+
+def _same_file(one: str, other: str) -> bool:
+    if ":memory:" in (one, other):
+        return False
+    return Path(one).resolve() == Path(other).resolve()
 
 
 def _skip(entry: Any) -> None:

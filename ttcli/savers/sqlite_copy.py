@@ -58,6 +58,10 @@ WHERE thread_key = ? AND checkpoint_id >= ? AND checkpoint_id <= ?
 
 _TABLED = "SELECT checkpoint_id FROM writes WHERE thread_key = ? AND checkpoint_id BETWEEN ? AND ?"
 
+_LATEST = "SELECT max(checkpoint_id) FROM checkpoints WHERE thread_key = ?"
+
+_BRANCH = "INSERT OR IGNORE INTO branches (thread_key, parent_id, checkpoint_id) VALUES (?, ?, ?)"
+
 _BLOBS = "SELECT blob_key, base_key, is_record, value FROM blobs WHERE blob_key IN ({marks})"
 
 
@@ -191,9 +195,21 @@ class _Page:
             ]
         )
         target = self.c.target
+        (latest,) = self.tconn.execute(_LATEST, (self.target_key,)).fetchone()
+        # rows newer than all the target holds (the usual case) are placed without asking it
+        # row by row, and inserted together
+        appending = not todo or latest is None or todo[0][0] > latest
+        inserted: set[bytes] = set()
+        records, branches = [], []
         for checkpoint_id, stored_parent, *columns, _state, _moved in todo:
             parent = unpack_parent(checkpoint_id, stored_parent)
-            follows = target._place(self.tconn, self.target_key, checkpoint_id, parent)
+            if appending:
+                follows = parent is not None and parent == latest
+                if parent is not None and not follows:
+                    branches.append((self.target_key, parent, checkpoint_id))
+                latest = checkpoint_id
+            else:
+                follows = target._place(self.tconn, self.target_key, checkpoint_id, parent)
             # a delta's parent is older, so it is in the target by now (a source row whose
             # parent was deleted is stored in full)
             verbatim = self.c.same_keys(refs[checkpoint_id])
@@ -212,17 +228,21 @@ class _Page:
                             self.c.pending(moved[checkpoint_id]), path="pending writes"
                         )
                     )
-                elif parent is not None and self._in_target(parent):
+                elif parent is not None and (parent in inserted or self._in_target(parent)):
                     # stored among newer rows: the parent keeps its writes in `writes`
                     translated = self.c.pending(moved[checkpoint_id])
                     self._add_pending(parent, translated, replace=False)
-            self.tconn.execute(
-                _INSERT,
-                (self.target_key, checkpoint_id, stored_parent, *columns, state, parent_writes),
-            )
+            record = (self.target_key, checkpoint_id, stored_parent, *columns, state, parent_writes)
+            if appending:
+                records.append(record)
+            else:
+                self.tconn.execute(_INSERT, record)
+            inserted.add(checkpoint_id)
             if checkpoint_id in tables:
                 self._add_pending(checkpoint_id, self.c.pending(tables[checkpoint_id]))
             self.copied.append(checkpoint_id)
+        self.tconn.executemany(_INSERT, records)
+        self.tconn.executemany(_BRANCH, branches)
         if self.copied and last:
             self._carry_last_writes(self.copied[-1])
         self.tconn.execute(
