@@ -8,6 +8,7 @@ import pytest
 
 from ttcli.errors import CheckpointNotFoundError, InvalidFilterError
 from ttcli.savers.base import BaseSaver, Checkpoint
+from ttcli.savers.sqlite import SqliteSaver
 from ttcli.uuid6 import new_id as checkpoint_id
 
 
@@ -292,3 +293,37 @@ def test_children_of_forks_and_of_a_checkpoint_stored_among_older_ones(saver: Ba
     assert listed(saver, config()) == [fork, later, early, first, root]
     saver.delete_checkpoints(config(), [first])
     assert saver.child_ids(config("t", root)) == [fork]
+
+
+@pytest.mark.parametrize("then", ["child", "fork", "read", "nothing", "failure"])
+def test_writes_put_in_a_batch_read_the_same_whatever_follows(saver: BaseSaver, then: str) -> None:
+    root, head = put_chain(saver, steps=2)
+    at = config("t", head)
+    saver.put_writes(at, [("log", ["before"])], "task-0", "p")  # already in storage
+    expected = [
+        ("task-0", "p", "log", ["before"]),
+        ("task-1", "p", "log", ["one"]),
+        ("task-1", "p", "__error__", "E"),
+        ("task-2", "p", "log", ["two"]),
+    ]
+    try:
+        with saver.batch():
+            saver.put_writes(at, [("log", ["one"]), ("__error__", "E")], "task-1", "p")
+            saver.put_writes(at, [("log", ["two"])], "task-2", "p")
+            if then == "child":
+                put_one(saver, head, 1)
+            elif then == "fork":
+                put_one(saver, root, 1)
+            elif then == "read":
+                assert sorted(saver.get_writes(at)) == sorted(expected)
+            elif then == "failure":
+                raise RuntimeError("the batch fails")
+    except RuntimeError:
+        if isinstance(saver, SqliteSaver):  # a transaction: nothing of the batch is kept
+            expected = expected[:1]
+    assert sorted(saver.get_writes(at)) == sorted(expected)
+    if then == "child" and isinstance(saver, SqliteSaver):  # all moved into the child's row
+        assert saver.conn.execute("SELECT count(*) FROM writes").fetchone() == (0,)
+    assert sorted(w for w in saver.get_tuple(at).pending_writes) == sorted(  # type: ignore[union-attr]
+        (task, channel, value) for task, _path, channel, value in expected
+    )

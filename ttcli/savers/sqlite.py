@@ -15,6 +15,7 @@ import uuid
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -178,6 +179,30 @@ _ROW_BYTES = (
 
 STATE_CACHE_MAX = 1024  # resolved checkpoint states kept for delta decoding
 
+
+@dataclass
+class _Held:
+    """Pending writes put in a batch for the thread's latest checkpoint, not yet in `writes`:
+    if the batch goes on to store that checkpoint's child, they move into the child's row
+    without ever being written to `writes` (a superstep: its task's writes, its checkpoint)."""
+
+    thread_key: int
+    checkpoint_id: bytes
+    tasks: Pending
+    #: whether `writes` has a row for the checkpoint (these replace it)
+    replaces: bool
+
+
+@dataclass
+class _BatchFacts:
+    """What a batch's transaction learned: it holds the write lock, so no other process can
+    change it until the batch ends."""
+
+    threads: dict[tuple[str, str], int] = field(default_factory=dict)
+    latest: dict[int, bytes | None] = field(default_factory=dict)
+    held: _Held | None = None
+
+
 Pending = dict[str, tuple[str, dict[int, tuple[str, Any]]]]
 
 
@@ -205,8 +230,7 @@ class SqliteSaver(BaseSaver):
         #: `prune` can say what it freed without reading the threads again
         self.deleted_bytes = 0
         self._batch_depth = 0
-        #: thread keys looked up in the current batch's transaction (valid until it ends)
-        self._batch_threads: dict[tuple[str, str], int] = {}
+        self._facts = _BatchFacts()
         try:
             self.conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
             ensure_schema(self.conn, self.path)
@@ -252,13 +276,16 @@ class SqliteSaver(BaseSaver):
     @contextmanager
     def batch(self) -> Iterator[None]:
         """One transaction for every write in the block (one commit instead of one each)."""
-        with self.write():
+        with self.write() as conn:
             self._batch_depth += 1
             try:
                 yield
+                if self._batch_depth == 1:
+                    self._write_held(conn)
             finally:
                 self._batch_depth -= 1
-                self._batch_threads.clear()
+                if not self._batch_depth:
+                    self._facts = _BatchFacts()
 
     @contextmanager
     def write(self) -> Iterator[sqlite3.Connection]:
@@ -266,6 +293,7 @@ class SqliteSaver(BaseSaver):
         with self._lock:
             if self._batch_depth:  # part of the batch's transaction
                 try:
+                    self._write_held(self.conn)
                     yield self.conn
                 except sqlite3.Error as exc:
                     raise storage_error(exc, self.path) from None
@@ -290,6 +318,7 @@ class SqliteSaver(BaseSaver):
         """A read transaction: one consistent snapshot while other processes write."""
         with self._lock:
             if self._batch_depth:  # reads inside a batch see its writes
+                self._write_held(self.conn)
                 yield self.conn
                 return
             try:
@@ -306,7 +335,8 @@ class SqliteSaver(BaseSaver):
         self.blobs.forget()
         self.names.forget()
         self._states.clear()
-        self._batch_threads.clear()
+        self._facts.threads.clear()
+        self._facts.latest.clear()
 
     # -- the saver contract --------------------------------------------------------------------
 
@@ -358,10 +388,17 @@ class SqliteSaver(BaseSaver):
         parent_id = _require_id(ref.checkpoint_id) if ref.checkpoint_id else None
         created_at = _micros(checkpoint["ts"])
         source, step, writers, other = metadata_columns(metadata)
+        held, self._facts.held = self._facts.held, None  # writes this may take over
         with self.write() as conn:
             thread_key = self._thread_key(conn, ref, create=True)
             assert thread_key is not None
-            follows = self._place(conn, thread_key, checkpoint_id, parent_id)
+            latest = self._latest(conn, thread_key)
+            if held is not None and not (
+                held.checkpoint_id == parent_id == latest and checkpoint_id > latest
+            ):  # not the held writes' child: they go to `writes` first
+                self._facts.held, held = held, None
+                self._write_held(conn)
+            follows = self._place(conn, thread_key, checkpoint_id, parent_id, latest)
             writer = self.blobs.writer()
             parent = None if parent_id is None else self._state(conn, thread_key, parent_id)
             previous: dict[str, builtins.list[Any]] = {}
@@ -369,7 +406,13 @@ class SqliteSaver(BaseSaver):
             if parent is not None and parent_id is not None:
                 previous = parent.channels
                 writer.protect(entry[1] for entry in previous.values() if len(entry) == 2)
-                if follows:  # the parent is the latest: all its writes are in `writes`
+                if held is not None:  # the parent's writes, put in this batch
+                    pending = held.tasks
+                    moved = encode_pending(pending, self.names)
+                    if held.replaces:
+                        params = {"thread_key": thread_key, "checkpoint_id": parent_id}
+                        conn.execute(_DELETE_PENDING, params)
+                elif follows:  # the parent is the latest: all its writes are in `writes`
                     moved = self._take_pending(conn, thread_key, parent_id)
                     pending = decode_pending(moved, self.names)
                 else:
@@ -419,6 +462,8 @@ class SqliteSaver(BaseSaver):
                 },
             )
             conn.execute(_COUNT, {"thread_key": thread_key, "change": 1})
+            if self._batch_depth and (latest is None or checkpoint_id > latest):
+                self._facts.latest[thread_key] = checkpoint_id
             self._cache(thread_key, checkpoint_id, state)
         return ref.at(checkpoint["id"]).to_config()
 
@@ -432,35 +477,42 @@ class SqliteSaver(BaseSaver):
         ref = self.ref(config)
         replace = all(channel in WRITES_IDX_MAP for channel, _ in writes)
         with self.write() as conn:
-            row = self._row(conn, ref) if ref.checkpoint_id is not None else None
-            if row is None:
+            thread_key = self._thread_key(conn, ref)
+            checkpoint_id = _id_bytes(ref.checkpoint_id or "")
+            if (
+                thread_key is None
+                or checkpoint_id is None
+                or not self._exists(conn, thread_key, checkpoint_id)
+            ):
                 raise CheckpointNotFoundError(str(ref.checkpoint_id), ref.thread_id)
-            thread_key, checkpoint_id = row[0], row[3]
             state = self._state(conn, thread_key, checkpoint_id)
             assert state is not None
-            table = self._table_pending(conn, thread_key, checkpoint_id)
-            pending = self._pending(conn, thread_key, checkpoint_id, table=table)
+            row = conn.execute(
+                _PENDING, {"thread_key": thread_key, "checkpoint_id": checkpoint_id}
+            ).fetchone()
+            table = decode_pending(row[0] if row else None, self.names)
+            # the latest checkpoint has no next row holding writes moved into it
+            latest = self._latest(conn, thread_key) == checkpoint_id
+            pending = (
+                table if latest else self._pending(conn, thread_key, checkpoint_id, table=table)
+            )
             writer = self.blobs.writer()
             writer.offer(
                 entry[1]
                 for name, entry in state.channels.items()
                 if name in (state.updated or ()) and len(entry) == 2
             )
-            saved = pending.get(task_id, (task_path, {}))[1]
+            saved = set(pending.get(task_id, (task_path, {}))[1])
             _path, stored = table.setdefault(task_id, (task_path, {}))
             for position, (channel, value) in enumerate(writes):
                 idx = WRITES_IDX_MAP.get(channel, position)
                 if idx in saved and not replace:
                     continue  # a write already saved for this task is kept, as in LangGraph
                 stored[idx] = (channel, writer.value(value, channel))
-            conn.execute(
-                _SET_PENDING,
-                {
-                    "thread_key": thread_key,
-                    "checkpoint_id": checkpoint_id,
-                    "tasks": encode_pending(table, self.names),
-                },
-            )
+            if self._batch_depth and latest:  # its child may follow in this batch
+                self._facts.held = _Held(thread_key, checkpoint_id, table, row is not None)
+            else:
+                self._set_pending(conn, thread_key, checkpoint_id, table)
 
     def get_writes(self, config: RunnableConfig) -> builtins.list[TaskWrite]:
         ref = self.ref(config)
@@ -848,20 +900,59 @@ class SqliteSaver(BaseSaver):
         row = conn.execute(_PENDING, params).fetchone()
         return decode_pending(row[0] if row else None, self.names)
 
+    def _latest(self, conn: sqlite3.Connection, thread_key: int) -> bytes | None:
+        """The thread's latest checkpoint id (kept for the rest of a batch)."""
+        facts = self._facts.latest
+        if self._batch_depth and thread_key in facts:
+            return facts[thread_key]
+        (latest,) = conn.execute(_LATEST_ID, {"thread_key": thread_key}).fetchone()
+        if self._batch_depth:
+            facts[thread_key] = latest
+        return latest  # type: ignore[no-any-return]
+
+    def _exists(self, conn: sqlite3.Connection, thread_key: int, checkpoint_id: bytes) -> bool:
+        if self._latest(conn, thread_key) == checkpoint_id:
+            return True
+        found = conn.execute(
+            "SELECT 1 FROM checkpoints WHERE thread_key = ? AND checkpoint_id = ?",
+            (thread_key, checkpoint_id),
+        ).fetchone()
+        return found is not None
+
+    def _set_pending(
+        self, conn: sqlite3.Connection, thread_key: int, checkpoint_id: bytes, tasks: Pending
+    ) -> None:
+        conn.execute(
+            _SET_PENDING,
+            {
+                "thread_key": thread_key,
+                "checkpoint_id": checkpoint_id,
+                "tasks": encode_pending(tasks, self.names),
+            },
+        )
+
+    def _write_held(self, conn: sqlite3.Connection) -> None:
+        """Write held pending writes to `writes`: something other than their checkpoint's
+        child comes next in the batch."""
+        held, self._facts.held = self._facts.held, None
+        if held is not None:
+            self._set_pending(conn, held.thread_key, held.checkpoint_id, held.tasks)
+
     def _place(
         self,
         conn: sqlite3.Connection,
         thread_key: int,
         checkpoint_id: bytes,
         parent_id: bytes | None,
+        latest: bytes | None,
     ) -> bool:
-        """Record where a row about to be inserted sits among its thread's rows.
+        """Record where a row about to be inserted sits among its thread's rows, whose
+        latest id is `latest`.
 
         Returns True if it will be the row right after its parent (its parent's pending
         writes may then move into it); any other child is recorded in `branches`.
         """
         params = {"thread_key": thread_key, "checkpoint_id": checkpoint_id}
-        (latest,) = conn.execute(_LATEST_ID, params).fetchone()
         if latest is not None and checkpoint_id < latest:
             self._split(conn, thread_key, checkpoint_id)
         if parent_id is None:
@@ -928,8 +1019,8 @@ class SqliteSaver(BaseSaver):
         self, conn: sqlite3.Connection, ref: CheckpointRef, *, create: bool = False
     ) -> int | None:
         known = (ref.thread_id, ref.checkpoint_ns)
-        if self._batch_depth and known in self._batch_threads:
-            return self._batch_threads[known]
+        if self._batch_depth and known in self._facts.threads:
+            return self._facts.threads[known]
         params = {"thread_id": ref.thread_id, "checkpoint_ns": ref.checkpoint_ns}
         row = conn.execute(_THREAD, params).fetchone()
         if row is not None:
@@ -939,7 +1030,7 @@ class SqliteSaver(BaseSaver):
         else:
             return None
         if self._batch_depth and found is not None:
-            self._batch_threads[known] = found
+            self._facts.threads[known] = found
         return found
 
     def _row(self, conn: sqlite3.Connection, ref: CheckpointRef) -> Sequence[Any] | None:

@@ -209,7 +209,8 @@ class _Page:
                     branches.append((self.target_key, parent, checkpoint_id))
                 latest = checkpoint_id
             else:
-                follows = target._place(self.tconn, self.target_key, checkpoint_id, parent)
+                (latest,) = self.tconn.execute(_LATEST, (self.target_key,)).fetchone()
+                follows = target._place(self.tconn, self.target_key, checkpoint_id, parent, latest)
             # a delta's parent is older, so it is in the target by now (a source row whose
             # parent was deleted is stored in full)
             verbatim = self.c.same_keys(refs[checkpoint_id])
