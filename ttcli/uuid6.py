@@ -31,17 +31,15 @@ def new_id(step: int) -> str:
 
 def id_micros(checkpoint_id: str | bytes) -> int | None:
     """Microseconds since 1970 at which a UUIDv6 id was made; None for other ids."""
-    try:
-        value = (
-            uuid.UUID(bytes=checkpoint_id)
-            if isinstance(checkpoint_id, bytes)
-            else uuid.UUID(checkpoint_id)
-        )
-    except (TypeError, ValueError):
+    if isinstance(checkpoint_id, bytes) and len(checkpoint_id) == 16:
+        raw = int.from_bytes(checkpoint_id, "big")
+    else:
+        try:
+            raw = uuid.UUID(checkpoint_id).int  # type: ignore[arg-type]
+        except (TypeError, ValueError, AttributeError):
+            return None
+    if (raw >> 76) & 0xF != 6:  # the version
         return None
-    if value.version != 6:
-        return None
-    raw = value.int
     timestamp = (raw >> 80) << 12 | (raw >> 64) & 0xFFF
     return (timestamp - GREGORIAN_OFFSET) // 10
 
@@ -61,4 +59,23 @@ def lowest_id_at(moment: datetime) -> str:
 
 def _format(timestamp: int, clock_seq: int, node: int) -> str:
     value = (timestamp >> 12) << 80 | 0x6 << 76 | (timestamp & 0xFFF) << 64 | clock_seq << 48 | node
-    return str(uuid.UUID(int=value))
+    return dashed(f"{value:032x}")
+
+
+def dashed(digits: str) -> str:
+    """32 hex digits in the 8-4-4-4-12 form of a UUID (as str(UUID) gives, without parsing)."""
+    return f"{digits[:8]}-{digits[8:12]}-{digits[12:16]}-{digits[16:20]}-{digits[20:]}"
+
+
+def canonical_bytes(text: str) -> bytes | None:
+    """The 16 bytes of a UUID written in canonical form (lowercase, dashed), else None: only
+    then does turning the bytes back into text give the same text."""
+    if len(text) != 36 or text[8] != "-" or text[13] != "-" or text[18] != "-" or text[23] != "-":
+        return None
+    if text != text.lower():
+        return None
+    try:
+        found = bytes.fromhex(text.replace("-", ""))
+    except ValueError:
+        return None
+    return found if len(found) == 16 else None

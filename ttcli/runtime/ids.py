@@ -7,7 +7,8 @@ finds the writes the task saved before a crash or a failing sibling.
 from __future__ import annotations
 
 import hashlib
-import uuid
+
+from ttcli.uuid6 import dashed
 
 
 def task_id(checkpoint: str, namespace: str, step: int, name: str, *parts: str) -> str:
@@ -16,4 +17,4 @@ def task_id(checkpoint: str, namespace: str, step: int, name: str, *parts: str) 
     for part in (checkpoint, namespace, str(step), name, *parts):
         digest.update(part.encode())
         digest.update(b"\x00")
-    return str(uuid.UUID(bytes=digest.digest()))
+    return dashed(digest.hexdigest())

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import uuid
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -12,6 +11,7 @@ from typing import Any
 from ttcli.errors import CorruptValueError, SerializationError
 from ttcli.savers import serde
 from ttcli.savers.blobs import entry_refs
+from ttcli.uuid6 import canonical_bytes, dashed
 
 #: an entry (see blobs.py) for each of a task's writes, by write index
 TaskWrites = dict[int, tuple[str, Any]]
@@ -232,15 +232,15 @@ METADATA_SQL = """json_patch(
 
 
 def _task_key(task_id: str) -> bytes | str:
-    try:
-        parsed = uuid.UUID(task_id)
-    except ValueError:
-        return task_id
-    return parsed.bytes if str(parsed) == task_id else task_id
+    return canonical_bytes(task_id) or task_id
 
 
 def _task_text(task: bytes | str) -> str:
-    return str(uuid.UUID(bytes=task)) if isinstance(task, bytes) else task
+    if isinstance(task, bytes):
+        if len(task) != 16:
+            raise ValueError("a task id stored as bytes has 16 of them")
+        return dashed(task.hex())
+    return task
 
 
 def pack_parent(child: bytes, parent: bytes | None) -> bytes | None:

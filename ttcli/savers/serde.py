@@ -21,6 +21,7 @@ import msgpack
 
 from ttcli.errors import CorruptValueError, SerializationError
 from ttcli.graph.messages import Message, rebuild
+from ttcli.uuid6 import canonical_bytes, dashed
 
 # ext type codes: part of the file format, never renumber
 TUPLE, SET, FROZENSET, DATETIME, DATE, TIME, TIMEDELTA = 1, 2, 3, 4, 5, 6, 7
@@ -136,22 +137,8 @@ def _message_payload(message: Message) -> list[Any]:
     fields = dict(message)
     message_type, content, message_id = fields.pop("type"), fields.pop("content"), fields.pop("id")
     if isinstance(message_id, str):
-        message_id = _uuid_bytes(message_id) or message_id
+        message_id = canonical_bytes(message_id) or message_id
     return [_MESSAGE_CODES.get(message_type, message_type), content, message_id, fields or None]
-
-
-def _uuid_bytes(text: str) -> bytes | None:
-    """The 16 bytes of a UUID in canonical form (lowercase, dashed), else None: only then
-    does reading it back give the same text."""
-    if len(text) != 36 or text[8] != "-" or text[13] != "-" or text[18] != "-" or text[23] != "-":
-        return None
-    if text != text.lower():
-        return None
-    try:
-        found = bytes.fromhex(text.replace("-", ""))
-    except ValueError:
-        return None
-    return found if len(found) == 16 else None
 
 
 def _message(payload: list[Any]) -> Message:
@@ -159,8 +146,7 @@ def _message(payload: list[Any]) -> Message:
     if isinstance(message_type, int):
         message_type = _MESSAGE_TYPES[message_type]
     if isinstance(message_id, bytes):
-        digits = message_id.hex()
-        message_id = f"{digits[:8]}-{digits[8:12]}-{digits[12:16]}-{digits[16:20]}-{digits[20:]}"
+        message_id = dashed(message_id.hex())
     return rebuild(message_type, content, message_id, fields or {})
 
 
