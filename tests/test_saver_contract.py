@@ -126,6 +126,9 @@ def test_list_before_limit_and_checkpoint_id(saver: BaseSaver) -> None:
         ({"flag": True}, [1, 0, -1]),
         ({"flag": 1}, []),
         ({"unknown_key": "x"}, []),
+        ({"step": 0.0}, [0]),
+        ({"step": False}, []),
+        ({"source": 1}, []),
     ],
     ids=[
         "source",
@@ -138,6 +141,9 @@ def test_list_before_limit_and_checkpoint_id(saver: BaseSaver) -> None:
         "bool",
         "bool-is-not-int",
         "unknown-key-matches-nothing",
+        "step-float",
+        "step-bool-is-not-int",
+        "source-int-is-not-text",
     ],
 )
 def test_list_filter(saver: BaseSaver, filter_: dict[str, Any], expected_steps: list[int]) -> None:

@@ -1068,7 +1068,7 @@ class SqliteSaver(BaseSaver):
             clauses.append("c.checkpoint_id < :before")
             params["before"] = _require_id(before_id)
         for n, (key, value) in enumerate(validate_filter(filter_).items()):
-            clauses.append(_filter_clause(n, value))
+            clauses.append(_filter_clause(n, key, value))
             # the key is bound as a JSON path, never pasted into the SQL text
             params[f"path{n}"] = "$" + "".join(f'."{part}"' for part in key.split("."))
             params[f"value{n}"] = _filter_value(value)
@@ -1172,7 +1172,12 @@ def _chunks(items: Sequence[Any], size: int = 500) -> Iterator[Sequence[Any]]:
         yield items[start : start + size]
 
 
-def _filter_clause(n: int, value: Any) -> str:
+def _filter_clause(n: int, key: str, value: Any) -> str:
+    # source and step are columns: compared as they are, without building each row's JSON
+    if key == "source" and isinstance(value, str):
+        return f"c.source = :value{n}"
+    if key == "step" and isinstance(value, int | float) and not isinstance(value, bool):
+        return f"c.step = :value{n}"
     extract = f"json_extract({METADATA_SQL}, :path{n})"
     kind = f"json_type({METADATA_SQL}, :path{n})"
     if value is None:
