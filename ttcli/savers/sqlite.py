@@ -58,7 +58,7 @@ from ttcli.savers.records import (
 from ttcli.savers.serde import Ref
 from ttcli.savers.sqlite_copy import RowCopy
 from ttcli.savers.sqlite_errors import storage_error
-from ttcli.uuid6 import id_micros
+from ttcli.uuid6 import dashed, id_micros
 
 DEFAULT_BUSY_TIMEOUT = 30.0  # seconds a writer waits for another before giving up
 
@@ -1231,4 +1231,6 @@ def _require_id(checkpoint_id: str) -> bytes:
 
 
 def _id_text(data: bytes) -> str:
-    return str(uuid.UUID(bytes=bytes(data)))
+    if len(data) != 16:
+        raise ValueError(f"a checkpoint id has 16 bytes, not {len(data)}")
+    return dashed(bytes(data).hex())
