@@ -80,10 +80,11 @@ CREATE TABLE checkpoints (
 ) WITHOUT ROWID;
 
 -- Pending writes: what each task planned at a checkpoint wrote, saved as soon as the task
--- finished. A resumed run reuses them instead of running the task again; history shows them
--- as the tasks' results and errors. Writes are applied in (task_path, task_id, idx) order.
--- Once the superstep's checkpoint is stored they move into its row (parent_writes), so this
--- table holds only the writes of checkpoints still running, paused or failed.
+-- finished (the only task of a superstep: with the checkpoint it leads to, in one transaction).
+-- A resumed run reuses them instead of running the task again; history shows them as the
+-- tasks' results and errors. Writes are applied in (task_path, task_id, idx) order. Once the
+-- superstep's checkpoint is stored they move into its row (parent_writes), so this table holds
+-- only the writes of checkpoints still running, paused or failed.
 CREATE TABLE writes (
     thread_key     INTEGER NOT NULL,
     checkpoint_id  BLOB NOT NULL,     -- the checkpoint the tasks were planned from
