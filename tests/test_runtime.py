@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
@@ -248,3 +249,32 @@ def test_a_superstep_whose_tasks_all_finished_before_is_not_run_again(saver: Bas
     calls.clear()
     assert app.invoke(None, cfg()) == {"x": 99, "log": ["a", "b"]}
     assert calls == []
+
+
+def test_a_task_whose_checkpoint_cannot_be_stored_keeps_its_writes(
+    db_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ttcli.errors import StorageError
+    from ttcli.savers.sqlite import SqliteSaver
+
+    calls: list[str] = []
+    with SqliteSaver.from_conn_string(db_path) as saver:
+        app = graphs.linear(API, calls).compile(checkpointer=saver)
+        put = saver.put
+        stored = 0
+
+        def failing_put(*args: Any, **kwargs: Any) -> Any:
+            nonlocal stored
+            stored += 1
+            if stored == 3:  # the checkpoint after node a
+                raise StorageError("disk full")
+            return put(*args, **kwargs)
+
+        monkeypatch.setattr(saver, "put", failing_put)
+        with pytest.raises(StorageError, match="disk full"):
+            app.invoke({"x": 1, "log": []}, {"configurable": {"thread_id": "t"}})
+        monkeypatch.undo()
+        state = app.get_state({"configurable": {"thread_id": "t"}})
+        assert [t.result for t in state.tasks] == [{"x": 2, "log": ["a"]}]  # a's writes kept
+        assert app.invoke(None, {"configurable": {"thread_id": "t"}})["x"] == 20
+    assert calls == ["a", "b"]  # a did not run again

@@ -332,8 +332,10 @@ class Run:
         if self.saver is not None:
             changed = new_versions(self.stored_versions, checkpoint["channel_versions"])
             with self.saver.batch():
-                self._flush()
+                if self.deferred is not None:
+                    self._save_writes(*self.deferred)
                 self.saver.put(self.parent.to_config(), checkpoint, metadata, changed)
+            self.deferred = None  # committed; had the batch failed, they are saved alone
         self.checkpoint, self.metadata, self.pending = checkpoint, metadata, []
         self.stored_versions = dict(checkpoint["channel_versions"])
         self.parent = self.ref.at(checkpoint["id"])
