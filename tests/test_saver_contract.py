@@ -333,3 +333,17 @@ def test_writes_put_in_a_batch_read_the_same_whatever_follows(saver: BaseSaver, 
     assert sorted(w for w in saver.get_tuple(at).pending_writes) == sorted(  # type: ignore[union-attr]
         (task, channel, value) for task, _path, channel, value in expected
     )
+
+
+def test_writes_put_in_a_batch_stay_with_their_thread(saver: BaseSaver) -> None:
+    from ttcli.ops.copy import copy_lineage
+
+    (head,) = put_chain(saver, "a", steps=1)
+    copy_lineage(saver, config("a", head), "b")  # the same checkpoint id in thread b
+    saver.put_writes(config("b", head), [("log", ["b's"])], "task-b", "p")
+    with saver.batch():
+        saver.put_writes(config("a", head), [("log", ["a's"])], "task-a", "p")
+        child = make_checkpoint(5, n=5)
+        saver.put(config("b", head), child, {"source": "loop", "step": 5, "parents": {}}, {})
+    assert saver.get_writes(config("a", head)) == [("task-a", "p", "log", ["a's"])]
+    assert saver.get_writes(config("b", head)) == [("task-b", "p", "log", ["b's"])]

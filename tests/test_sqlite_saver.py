@@ -448,3 +448,35 @@ def test_a_message_a_node_changed_in_place_is_stored_changed(db_path: Path) -> N
         assert stored is not None
         assert stored.checkpoint["channel_values"]["messages"] == result["messages"]
         assert result["messages"][0]["content"] == "edited in place"
+
+
+def test_another_python_thread_never_takes_writes_held_in_a_batch(db_path: Path) -> None:
+    import threading
+
+    from tests.test_saver_contract import make_checkpoint
+
+    with SqliteSaver.from_conn_string(db_path) as saver:
+        (head,) = put_chain(saver, "x", steps=1)
+        (other,) = put_chain(saver, "y", steps=1)
+        inside = threading.Event()
+        failures: list[BaseException] = []
+
+        def meanwhile() -> None:
+            inside.wait()
+            try:  # a put elsewhere, outside the batch, that fails
+                bad = make_checkpoint(3, n=object())
+                saver.put(config("y", other), bad, {"source": "loop", "step": 3}, {"n": 5})
+            except Exception as exc:
+                failures.append(exc)
+
+        helper = threading.Thread(target=meanwhile)
+        helper.start()
+        with saver.batch():
+            saver.put_writes(config("x", head), [("log", ["done"])], "task-1", "p")
+            inside.set()
+            helper.join(timeout=0.2)  # it waits for the batch: the saver's lock is held
+            child = make_checkpoint(4, n=4)
+            saver.put(config("x", head), child, {"source": "loop", "step": 4, "parents": {}}, {})
+        helper.join()
+        assert len(failures) == 1
+        assert saver.get_writes(config("x", head)) == [("task-1", "p", "log", ["done"])]

@@ -288,12 +288,14 @@ class SqliteSaver(BaseSaver):
                     self._facts = _BatchFacts()
 
     @contextmanager
-    def write(self) -> Iterator[sqlite3.Connection]:
-        """One immediate write transaction: all of it commits, or none of it."""
+    def write(self, *, keep_held: bool = False) -> Iterator[sqlite3.Connection]:
+        """One immediate write transaction: all of it commits, or none of it. Inside a batch,
+        held pending writes are written first unless the caller takes them (`keep_held`)."""
         with self._lock:
             if self._batch_depth:  # part of the batch's transaction
                 try:
-                    self._write_held(self.conn)
+                    if not keep_held:
+                        self._write_held(self.conn)
                     yield self.conn
                 except sqlite3.Error as exc:
                     raise storage_error(exc, self.path) from None
@@ -388,13 +390,15 @@ class SqliteSaver(BaseSaver):
         parent_id = _require_id(ref.checkpoint_id) if ref.checkpoint_id else None
         created_at = _micros(checkpoint["ts"])
         source, step, writers, other = metadata_columns(metadata)
-        held, self._facts.held = self._facts.held, None  # writes this may take over
-        with self.write() as conn:
+        with self.write(keep_held=True) as conn:
+            held, self._facts.held = self._facts.held, None  # writes this may take over
             thread_key = self._thread_key(conn, ref, create=True)
             assert thread_key is not None
             latest = self._latest(conn, thread_key)
             if held is not None and not (
-                held.checkpoint_id == parent_id == latest and checkpoint_id > latest
+                held.thread_key == thread_key
+                and held.checkpoint_id == parent_id == latest
+                and checkpoint_id > latest
             ):  # not the held writes' child: they go to `writes` first
                 self._facts.held, held = held, None
                 self._write_held(conn)
