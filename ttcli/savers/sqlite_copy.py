@@ -21,7 +21,7 @@ from ttcli.configs import CheckpointRef
 from ttcli.errors import StorageError
 from ttcli.savers import serde
 from ttcli.savers.blobs import entry_refs
-from ttcli.savers.records import pending_refs, state_refs, unpack_parent
+from ttcli.savers.records import State, pending_refs, state_refs, unpack_parent
 from ttcli.savers.serde import Ref
 
 if TYPE_CHECKING:
@@ -173,6 +173,8 @@ class _Page:
         self.new_blobs: list[tuple[int, int | None, int, bytes]] = []
         self.copied: list[bytes] = []
         self.verbatim: set[bytes] = set()  # rows copied byte for byte
+        self.full: set[bytes] = set()  # deltas on a parent the target lacks, stored in full
+        self.inserted: set[bytes] = set()
 
     def copy(self, rows: list[Any], last: bool) -> int:
         ids = [row[0] for row in rows]
@@ -199,7 +201,6 @@ class _Page:
         # rows newer than all the target holds (the usual case) are placed without asking it
         # row by row, and inserted together
         appending = not todo or latest is None or todo[0][0] > latest
-        inserted: set[bytes] = set()
         records, branches = [], []
         for checkpoint_id, stored_parent, *columns, _state, _moved in todo:
             parent = unpack_parent(checkpoint_id, stored_parent)
@@ -211,10 +212,16 @@ class _Page:
             else:
                 (latest,) = self.tconn.execute(_LATEST, (self.target_key,)).fetchone()
                 follows = target._place(self.tconn, self.target_key, checkpoint_id, parent, latest)
-            # a delta's parent is older, so it is in the target by now (a source row whose
-            # parent was deleted is stored in full)
-            verbatim = self.c.same_keys(refs[checkpoint_id])
-            if verbatim:
+            # a delta needs its parent in the target: older, it is there by now, unless the
+            # clocks of two processes disagreed (a source row whose parent was deleted is
+            # stored in full already)
+            has_parent = parent is not None and (
+                follows or parent in self.inserted or self._in_target(parent)
+            )
+            verbatim = False
+            if raws[checkpoint_id][0] and not has_parent:
+                state = self._in_full(checkpoint_id)
+            elif verbatim := self.c.same_keys(refs[checkpoint_id]):
                 state = _state
                 self.verbatim.add(checkpoint_id)
             else:
@@ -229,7 +236,7 @@ class _Page:
                             self.c.pending(moved[checkpoint_id]), path="pending writes"
                         )
                     )
-                elif parent is not None and (parent in inserted or self._in_target(parent)):
+                elif parent is not None and (parent in self.inserted or self._in_target(parent)):
                     # stored among newer rows: the parent keeps its writes in `writes`
                     translated = self.c.pending(moved[checkpoint_id])
                     self._add_pending(parent, translated, replace=False)
@@ -238,7 +245,7 @@ class _Page:
                 records.append(record)
             else:
                 self.tconn.execute(_INSERT, record)
-            inserted.add(checkpoint_id)
+            self.inserted.add(checkpoint_id)
             if checkpoint_id in tables:
                 self._add_pending(checkpoint_id, self.c.pending(tables[checkpoint_id]))
             self.copied.append(checkpoint_id)
@@ -251,6 +258,28 @@ class _Page:
             (len(self.copied), self.target_key),
         )
         return len(self.copied)
+
+    def _in_full(self, checkpoint_id: bytes) -> bytes:
+        """A checkpoint's state stored in full, in the target's keys."""
+        self.full.add(checkpoint_id)
+        return self._translated(checkpoint_id).encode(self.c.target.names, None)
+
+    def _translated(self, checkpoint_id: bytes) -> State:
+        """The source's resolved state of a checkpoint, with its blobs copied and their
+        keys translated."""
+        resolved = self.c.source._state(self.sconn, self.source_key, checkpoint_id)
+        if resolved is None:
+            raise StorageError(f"checkpoint '{uuid.UUID(bytes=checkpoint_id)}' vanished")
+        entries = [e[1] for e in resolved.channels.values() if len(e) == 2]
+        entries += [e for _node, e in resolved.writes or ()]
+        self._copy_blobs([key for entry in entries for key in entry_refs(entry)])
+        entry = self.c.entry
+        return State(
+            channels={n: [e[0], *map(entry, e[1:])] for n, e in resolved.channels.items()},
+            versions_seen={n: dict(seen) for n, seen in resolved.versions_seen.items()},
+            updated=None if resolved.updated is None else list(resolved.updated),
+            writes=None if resolved.writes is None else [(n, entry(e)) for n, e in resolved.writes],
+        )
 
     def _tables(self, ids: list[bytes]) -> dict[bytes, Any]:
         """Pending writes still in the source's `writes` table, by checkpoint."""
@@ -375,11 +404,29 @@ class _Page:
     def _same_row(self, theirs: Any, ours: Any) -> bool:
         if ours is None or tuple(ours[1:7]) != tuple(theirs[1:7]):
             return False
-        if theirs[0] in self.verbatim:  # same keys: the same bytes read the same
+        checkpoint_id = theirs[0]
+        stored = serde.loads(ours[7])
+        parent = unpack_parent(checkpoint_id, ours[1])
+        if stored[0] and (
+            parent is None or (parent not in self.inserted and not self._in_target(parent))
+        ):
+            return False  # a delta must have its parent beside it
+        if checkpoint_id in self.full:
+            resolved = self.c.target._state(self.tconn, self.target_key, checkpoint_id)
+            expected_state = self._translated(checkpoint_id)
+            return (
+                resolved is not None
+                and all(
+                    getattr(resolved, field) == getattr(expected_state, field)
+                    for field in ("channels", "versions_seen", "updated", "writes")
+                )
+                and ours[8] is None
+            )
+        if checkpoint_id in self.verbatim:  # same keys: the same bytes read the same
             return ours[7] == theirs[7] and ours[8] in (None, theirs[8])
         source_name, target_name = self.c.source.names.name, self.c.target.names.name
         expected = rekey_state(serde.loads(theirs[7]), source_name, self.c.entry)
-        if rekey_state(serde.loads(ours[7]), target_name) != expected:
+        if rekey_state(stored, target_name) != expected:
             return False
         if ours[8] is None:  # the parent's writes stayed behind, or went to `writes`
             return True
