@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 
 from tests import graphs
 from tests.test_properties import apply, operations, random_graph
-from tests.test_saver_contract import config, put_chain, put_one
+from tests.test_saver_contract import config, make_checkpoint, put_chain, put_one
 from ttcli import END, START, Command, MessagesState, Send, StateGraph, interrupt
 from ttcli.configs import CheckpointRef
 from ttcli.errors import ConfigError, StorageError
@@ -213,7 +213,6 @@ def test_rows_older_than_the_target_thread_are_placed_among_its_rows(
 
 
 def test_a_child_older_than_its_parent_is_archived_readable(db_path: Path, tmp_path: Path) -> None:
-    from tests.test_saver_contract import make_checkpoint
     from ttcli.uuid6 import new_id
 
     with SqliteSaver.from_conn_string(db_path) as saver:
@@ -226,3 +225,32 @@ def test_a_child_older_than_its_parent_is_archived_readable(db_path: Path, tmp_p
         with SqliteSaver.from_conn_string(tmp_path / "archive.db") as target:
             assert saver.copy_rows(config("t"), root, target) == 1  # the child, not its parent
             assert target.get_tuple(config("t", early)) == saver.get_tuple(config("t", early))
+
+
+def test_an_archive_never_gives_a_deleted_blob_key_to_another_value(
+    db_path: Path, tmp_path: Path
+) -> None:
+    with SqliteSaver.from_conn_string(db_path) as saver:
+        for turn in range(3):  # the two threads' blob keys interleave
+            for thread in ("a", "b"):
+                put_one_in(saver, thread, f"{thread}{turn} " * 20)
+        with SqliteSaver.from_conn_string(tmp_path / "archive.db") as target:
+            latest_a = saver.checkpoint_ids(config("a"), limit=1)[0]
+            saver.copy_rows(config("a"), latest_a, target)
+            used = {k for (k,) in target.conn.execute("SELECT blob_key FROM blobs")}
+            target.delete_thread("a")  # its blobs go, but for the newest
+            latest_b = saver.checkpoint_ids(config("b"), limit=1)[0]
+            saver.copy_rows(config("b"), latest_b, target)
+            fresh = {k for (k,) in target.conn.execute("SELECT blob_key FROM blobs")} - used
+            assert fresh and min(fresh) > max(used)
+            for checkpoint_id in saver.checkpoint_ids(config("b"), below=latest_b):
+                at = config("b", checkpoint_id)
+                assert target.get_tuple(at) == saver.get_tuple(at)
+
+
+def put_one_in(saver: BaseSaver, thread: str, text: str) -> None:
+    latest = saver.checkpoint_ids(config(thread), limit=1)
+    step = len(saver.checkpoint_ids(config(thread)))
+    checkpoint = make_checkpoint(step, text=text)
+    metadata = {"source": "loop", "step": step, "parents": {}}
+    saver.put(config(thread, latest[0] if latest else None), checkpoint, metadata, {"text": 1})

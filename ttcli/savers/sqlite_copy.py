@@ -1,9 +1,10 @@
 """Copying a thread's oldest checkpoints from one ttcli file into another, row by row.
 
 Archiving must keep up with pruning, so it copies stored rows instead of reading values and
-writing them again. The target takes the source's name and blob keys wherever they are free
-there (in a new archive: everywhere), and a row whose keys all carry over is copied byte for
-byte; other rows have their keys translated, decoding only the entries that point at blobs.
+writing them again. The target takes the source's name keys wherever they are free there, and
+its blob keys wherever the target never used them (keys above its largest: in a new archive,
+most), and a row whose keys all carry over is copied byte for byte; other rows have their keys
+translated, decoding only the entries that point at blobs.
 Each page of rows is one target transaction, read back and compared with the source (bytes,
 or states by name; pending writes; blobs) before it commits; a page that does not compare is
 rolled back and the prune stops before deleting anything.
@@ -330,7 +331,7 @@ class _Page:
 
     def _copy_blobs(self, keys: list[int]) -> None:
         """Copy the blobs behind `keys` not copied yet, bases and parts first: under the
-        same key if it is free in the target, else under a new one above every key seen."""
+        same key if the target never used it, else under a new one above every key seen."""
         wanted = {key for key in keys if key not in self.c.blobs}
         rows: dict[int, tuple[int | None, int, bytes]] = {}
         while wanted:
@@ -350,18 +351,20 @@ class _Page:
                 wanted.update(k for k in more if k not in rows and k not in self.c.blobs)
         if not rows:
             return
-        taken = _fetch_blobs(self.tconn, sorted(rows)).keys()
+        # only keys above the target's largest were never used there: one a deleted blob had
+        # must not come to mean another value (another process may remember it)
         (newest,) = self.tconn.execute("SELECT max(blob_key) FROM blobs").fetchone()
-        next_key = max(newest or 0, *rows) + 1
+        floor = newest or 0
+        next_key = max(floor, *rows) + 1
         for key in sorted(rows):  # a blob points only at older ones: they are decided first
             base_key, is_record, data = rows[key]
             if is_record:
                 data = serde.dumps(self.c.entry(serde.loads(data)))
             base = None if base_key is None else self.c.blob(base_key)
-            if key in taken or base != base_key or data != rows[key][2]:
-                self.c.blobs[key], next_key = next_key, next_key + 1
-            else:
+            if key > floor and base == base_key and data == rows[key][2]:
                 self.c.blobs[key] = key
+            else:
+                self.c.blobs[key], next_key = next_key, next_key + 1
             self.new_blobs.append((self.c.blobs[key], base, is_record, data))
         self.tconn.executemany(
             "INSERT INTO blobs (blob_key, base_key, is_record, value) VALUES (?, ?, ?, ?)",
