@@ -176,6 +176,8 @@ class _Page:
         self.verbatim: set[bytes] = set()  # rows copied byte for byte
         self.full: set[bytes] = set()  # deltas on a parent the target lacks, stored in full
         self.inserted: set[bytes] = set()
+        #: rows translated with the source's names: what they must decode to
+        self.expected: dict[bytes, tuple[Any, Any]] = {}
 
     def copy(self, rows: list[Any], last: bool) -> int:
         ids = [row[0] for row in rows]
@@ -226,21 +228,22 @@ class _Page:
                 state = _state
                 self.verbatim.add(checkpoint_id)
             else:
-                state = serde.dumps(self.c.state(raws[checkpoint_id]), path="checkpoint")
+                translated = self.c.state(raws[checkpoint_id])
+                state = serde.dumps(translated, path="checkpoint")
+                if self.c.same_names:  # only blob keys differ: checked as decoded
+                    self.expected[checkpoint_id] = (translated, None)
             parent_writes = None
             if checkpoint_id in moved:  # the parent's writes, moved into this row
-                if follows:
-                    parent_writes = (
-                        _moved
-                        if verbatim
-                        else serde.dumps(
-                            self.c.pending(moved[checkpoint_id]), path="pending writes"
-                        )
-                    )
+                if follows and verbatim:
+                    parent_writes = _moved
+                elif follows:
+                    pending = self.c.pending(moved[checkpoint_id])
+                    parent_writes = serde.dumps(pending, path="pending writes")
+                    if checkpoint_id in self.expected:
+                        self.expected[checkpoint_id] = (self.expected[checkpoint_id][0], pending)
                 elif parent is not None and (parent in self.inserted or self._in_target(parent)):
                     # stored among newer rows: the parent keeps its writes in `writes`
-                    translated = self.c.pending(moved[checkpoint_id])
-                    self._add_pending(parent, translated, replace=False)
+                    self._add_pending(parent, self.c.pending(moved[checkpoint_id]), replace=False)
             record = (self.target_key, checkpoint_id, stored_parent, *columns, state, parent_writes)
             if appending:
                 records.append(record)
@@ -427,6 +430,11 @@ class _Page:
             )
         if checkpoint_id in self.verbatim:  # same keys: the same bytes read the same
             return ours[7] == theirs[7] and ours[8] in (None, theirs[8])
+        if checkpoint_id in self.expected:  # same names: what was meant to be written
+            state, pending = self.expected[checkpoint_id]
+            return stored == state and (
+                ours[8] is None if pending is None else serde.loads(ours[8]) == pending
+            )
         source_name, target_name = self.c.source.names.name, self.c.target.names.name
         expected = rekey_state(serde.loads(theirs[7]), source_name, self.c.entry)
         if rekey_state(stored, target_name) != expected:
