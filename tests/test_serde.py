@@ -208,3 +208,12 @@ def test_a_message_changed_after_it_was_stored_is_stored_as_it_is_now() -> None:
 def test_message_ids_that_are_not_canonical_uuids_come_back_unchanged(text: str) -> None:
     message = HumanMessage("hi", id=text)
     assert serde.loads(serde.dumps(message))["id"] == text
+
+
+@pytest.mark.parametrize(
+    "key", [0, 1, 127, 128, 255, 256, 65535, 65536, 2**32 - 1, 2**32, 2**64 - 1]
+)
+def test_a_blob_reference_packs_as_msgpack_would(key: int) -> None:
+    packed = serde.dumps(serde.Ref(key))
+    assert packed == msgpack.packb(msgpack.ExtType(serde.REF, msgpack.packb(key)))
+    assert serde.loads(packed) == serde.Ref(key)

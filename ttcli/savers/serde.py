@@ -96,6 +96,16 @@ def _pack(value: Any) -> bytes:
         raise _Unsupported from None
 
 
+def _packed_uint(value: int) -> bytes:
+    """A non-negative int as msgpack packs it (the smallest form)."""
+    if value < 0x80:
+        return bytes((value,))
+    for marker, size in ((0xCC, 1), (0xCD, 2), (0xCE, 4), (0xCF, 8)):
+        if value < 1 << (8 * size):
+            return bytes((marker,)) + value.to_bytes(size, "big")
+    raise _Unsupported
+
+
 def _ext(code: int, payload: Any) -> msgpack.ExtType:
     return msgpack.ExtType(code, _pack(payload))
 
@@ -103,8 +113,8 @@ def _ext(code: int, payload: Any) -> msgpack.ExtType:
 def _default(obj: Any) -> Any:  # noqa: PLR0911 - one branch per supported type
     if isinstance(obj, Message):
         return _ext(MESSAGE, _message_payload(obj))
-    if isinstance(obj, Ref):
-        return _ext(REF, obj.key)
+    if isinstance(obj, Ref):  # the commonest ext in stored states: packed by hand
+        return msgpack.ExtType(REF, _packed_uint(obj.key))
     if isinstance(obj, enum.Enum):
         return _ext(ENUM, [type_name(type(obj)), obj.value])
     if isinstance(obj, tuple) and hasattr(obj, "_asdict"):
