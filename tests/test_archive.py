@@ -227,8 +227,9 @@ def test_a_child_older_than_its_parent_is_archived_readable(db_path: Path, tmp_p
             assert target.get_tuple(config("t", early)) == saver.get_tuple(config("t", early))
 
 
+@pytest.mark.parametrize("deleter", ["this saver", "another process"])
 def test_an_archive_never_gives_a_deleted_blob_key_to_another_value(
-    db_path: Path, tmp_path: Path
+    db_path: Path, tmp_path: Path, deleter: str
 ) -> None:
     with SqliteSaver.from_conn_string(db_path) as saver:
         for turn in range(3):  # the two threads' blob keys interleave
@@ -238,7 +239,11 @@ def test_an_archive_never_gives_a_deleted_blob_key_to_another_value(
             latest_a = saver.checkpoint_ids(config("a"), limit=1)[0]
             saver.copy_rows(config("a"), latest_a, target)
             used = {k for (k,) in target.conn.execute("SELECT blob_key FROM blobs")}
-            target.delete_thread("a")  # its blobs go, but for the newest
+            if deleter == "this saver":
+                target.delete_thread("a")  # its blobs go, but for the newest
+            else:
+                with SqliteSaver.from_conn_string(tmp_path / "archive.db") as other:
+                    other.delete_thread("a")
             latest_b = saver.checkpoint_ids(config("b"), limit=1)[0]
             saver.copy_rows(config("b"), latest_b, target)
             fresh = {k for (k,) in target.conn.execute("SELECT blob_key FROM blobs")} - used

@@ -231,6 +231,9 @@ class SqliteSaver(BaseSaver):
         self.deleted_bytes = 0
         self._batch_depth = 0
         self._facts = _BatchFacts()
+        #: (largest blob key before rows were first copied in, PRAGMA data_version then):
+        #: see sqlite_copy; None once anything may have freed a key
+        self.copy_floor: tuple[int, int] | None = None
         try:
             self.conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
             ensure_schema(self.conn, self.path)
@@ -1009,6 +1012,7 @@ class SqliteSaver(BaseSaver):
         # the newest blob always stays: SQLite gives a new row the largest key plus one, so a
         # key is then never handed out twice, and a key another process remembers (its
         # append-detection cache) can never come to mean another value
+        self.copy_floor = None  # keys freed below the largest: never to be copied under
         (newest,) = conn.execute("SELECT max(blob_key) FROM blobs").fetchone()
         for chunk in _chunks(sorted(key for key in keys if key != newest)):
             marks = ",".join("?" * len(chunk))

@@ -354,17 +354,16 @@ class _Page:
                 wanted.update(k for k in more if k not in rows and k not in self.c.blobs)
         if not rows:
             return
-        # only keys above the target's largest were never used there: one a deleted blob had
-        # must not come to mean another value (another process may remember it)
         (newest,) = self.tconn.execute("SELECT max(blob_key) FROM blobs").fetchone()
-        floor = newest or 0
-        next_key = max(floor, *rows) + 1
+        floor = self._key_floor(newest or 0)
+        taken = _fetch_blobs(self.tconn, [key for key in rows if floor < key <= (newest or 0)])
+        next_key = max(newest or 0, *rows) + 1
         for key in sorted(rows):  # a blob points only at older ones: they are decided first
             base_key, is_record, data = rows[key]
             if is_record:
                 data = serde.dumps(self.c.entry(serde.loads(data)))
             base = None if base_key is None else self.c.blob(base_key)
-            if key > floor and base == base_key and data == rows[key][2]:
+            if key > floor and key not in taken and base == base_key and data == rows[key][2]:
                 self.c.blobs[key] = key
             else:
                 self.c.blobs[key], next_key = next_key, next_key + 1
@@ -373,6 +372,20 @@ class _Page:
             "INSERT INTO blobs (blob_key, base_key, is_record, value) VALUES (?, ?, ?, ?)",
             self.new_blobs[-len(rows) :],
         )
+
+    def _key_floor(self, newest: int) -> int:
+        """The largest blob key the target may ever have used before: a free key above it
+        never meant anything there, so a blob copied under it cannot be taken for an older
+        value by a process that remembers one (a deleted blob's key is never given again).
+
+        It is the target's largest key when this saver first copied into it, for as long as
+        no other connection has changed the file and this saver has deleted no blob since.
+        """
+        (version,) = self.tconn.execute("PRAGMA data_version").fetchone()
+        known = self.c.target.copy_floor
+        floor = newest if known is None or known[1] != version else known[0]
+        self.c.target.copy_floor = (floor, version)
+        return floor
 
     # -- the check -------------------------------------------------------------------------
 
