@@ -2,9 +2,9 @@
 
 Archiving must keep up with pruning, so it copies stored rows instead of reading values and
 writing them again. The target takes the source's name keys wherever they are free there, and
-its blob keys wherever the target never used them (keys above its largest: in a new archive,
-most), and a row whose keys all carry over is copied byte for byte; other rows have their keys
-translated, decoding only the entries that point at blobs.
+its blob keys wherever the target never used them (see `_Page._key_floor`), and a row whose
+keys all carry over is copied byte for byte; other rows have their keys translated, decoding
+only the entries that point at blobs.
 Each page of rows is one target transaction, read back and compared with the source (bytes,
 or states by name; pending writes; blobs) before it commits; a page that does not compare is
 rolled back and the prune stops before deleting anything.
