@@ -480,3 +480,21 @@ def test_another_python_thread_never_takes_writes_held_in_a_batch(db_path: Path)
         helper.join()
         assert len(failures) == 1
         assert saver.get_writes(config("x", head)) == [("task-1", "p", "log", ["done"])]
+
+
+def test_readers_never_share_the_messages_they_get(db_path: Path) -> None:
+    builder = StateGraph(MessagesState)
+    builder.add_node("bot", lambda state: {"messages": [("assistant", "a reply " * 8)]})
+    builder.add_edge(START, "bot")
+    with SqliteSaver.from_conn_string(db_path) as saver:
+        app = builder.compile(checkpointer=saver)
+        result = app.invoke({"messages": [("user", "a question " * 8)]}, config("t"))
+        first = app.get_state(config("t")).values["messages"]
+        second = app.get_state(config("t")).values["messages"]
+        assert first == second and not any(a is b for a, b in zip(first, second, strict=True))
+        assert not any(a is b for a, b in zip(first, result["messages"], strict=True))
+        first[0]["content"] = "changed by the first reader"
+        result["messages"][1]["content"] = "changed by the app"
+        assert second[0]["content"] == "a question " * 8
+        assert second[1]["content"] == "a reply " * 8
+        assert type(second[1]).__name__ == "AIMessage"

@@ -166,6 +166,13 @@ def add_messages(left: Sequence[Any] | Any, right: Sequence[Any] | Any) -> list[
     return [m for m in merged if m.id not in removed] if removed else merged
 
 
+def copy_message(message: Message) -> Message:
+    """A shallow copy of the same class (fields are shared, so a nested value is too)."""
+    copied = type(message).__new__(type(message))
+    dict.update(copied, message)
+    return copied
+
+
 def _messages(value: Sequence[Any] | Any) -> list[Message]:
     items = _as_list(value)
     # already messages with ids (a channel's own value)? checked at C speed

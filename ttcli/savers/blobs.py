@@ -29,7 +29,7 @@ from itertools import chain, repeat
 from typing import Any
 
 from ttcli.errors import CorruptValueError, SerializationError
-from ttcli.graph.messages import Message
+from ttcli.graph.messages import Message, copy_message
 from ttcli.savers import serde
 from ttcli.savers.serde import Ref
 
@@ -85,7 +85,8 @@ class _Decoded:
 
     Only lists of immutable scalars and of messages whose fields are all scalars are kept:
     the fields of each message as read are compared (at C speed) before every reuse, so a
-    message changed in place by its reader is never handed out again.
+    message changed in place is never handed out again, and each reader gets messages of its
+    own (copies), so what one reader changes no other sees.
     """
 
     items: tuple[Any, ...]
@@ -107,6 +108,15 @@ class _Decoded:
 
     def intact(self) -> bool:
         return _fields(self.messages) == self.fields
+
+    def handed_out(self) -> _Decoded:
+        """The same list with copies of its messages, for a reader to take: kept in place
+        of this one, so that the reader's next value is known to extend it."""
+        if not self.messages:
+            return self
+        items = tuple(copy_message(i) if isinstance(i, Message) else i for i in self.items)
+        messages = tuple(item for item in items if isinstance(item, Message))
+        return _Decoded(items, messages, self.fields)
 
     def extended(self, tail: list[Any]) -> _Decoded | None:
         """This list grown by `tail`, checking only the new items."""
@@ -174,8 +184,9 @@ class BlobStore:
         """A channel value: the blob's list, and those it appends to (blobs never change)."""
         decoded = self._decoded.get(blob_key)
         if decoded is not None and decoded.intact():
+            self._decoded[blob_key] = handed = decoded.handed_out()
             self._decoded.move_to_end(blob_key)
-            return list(decoded.items)
+            return list(handed.items)
         value = self._read_chain(blob_key)
         self.keep_decoded(blob_key, value)
         return value
