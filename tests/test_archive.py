@@ -253,9 +253,39 @@ def test_an_archive_never_gives_a_deleted_blob_key_to_another_value(
                 assert target.get_tuple(at) == saver.get_tuple(at)
 
 
-def put_one_in(saver: BaseSaver, thread: str, text: str) -> None:
+def put_one_in(saver: BaseSaver, thread: str, text: Any) -> None:
     latest = saver.checkpoint_ids(config(thread), limit=1)
     step = len(saver.checkpoint_ids(config(thread)))
     checkpoint = make_checkpoint(step, text=text)
     metadata = {"source": "loop", "step": step, "parents": {}}
     saver.put(config(thread, latest[0] if latest else None), checkpoint, metadata, {"text": 1})
+
+
+def test_blobs_another_process_deletes_from_the_archive_meanwhile_are_copied_again(
+    db_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sqlite_copy, "PAGE", 5)
+    archive = tmp_path / "archive.db"
+    with SqliteSaver.from_conn_string(db_path) as saver:
+        for turn in range(20):  # a list that grows: each value appends to the one before
+            put_one_in(saver, "t", [f"item {i} of the list" for i in range(turn + 3)])
+        pages = 0
+        between_pages = sqlite_copy.RowCopy.forget_old_blobs
+
+        def and_another_process_prunes(copy: sqlite_copy.RowCopy) -> None:
+            nonlocal pages
+            between_pages(copy)
+            pages += 1
+            if pages == 2:  # what the first two pages copied is deleted from the archive
+                with SqliteSaver.from_conn_string(archive) as other:
+                    other.delete_thread("t")
+
+        monkeypatch.setattr(sqlite_copy.RowCopy, "forget_old_blobs", and_another_process_prunes)
+        latest = saver.checkpoint_ids(config("t"), limit=1)[0]
+        with SqliteSaver.from_conn_string(archive) as target:
+            assert saver.copy_rows(config("t"), latest, target) == 19
+            kept = saver.checkpoint_ids(config("t"), below=latest)[:-10]  # pages 3 and 4
+            assert kept and all(
+                target.get_tuple(config("t", i)) == saver.get_tuple(config("t", i)) for i in kept
+            )
+            assert target.integrity_problems() == []

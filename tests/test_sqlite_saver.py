@@ -498,3 +498,49 @@ def test_readers_never_share_the_messages_they_get(db_path: Path) -> None:
         assert second[0]["content"] == "a question " * 8
         assert second[1]["content"] == "a reply " * 8
         assert type(second[1]).__name__ == "AIMessage"
+
+
+def test_a_batch_in_which_a_write_failed_stores_nothing_even_if_it_caught_the_error(
+    db_path: Path,
+) -> None:
+    from tests.test_saver_contract import make_checkpoint
+
+    with SqliteSaver.from_conn_string(db_path) as saver:
+        (head,) = put_chain(saver, steps=1)
+        before = saver.get_tuple(config("t", head))
+        with pytest.raises(StorageError, match="in this batch failed: nothing of the batch"):
+            with saver.batch():
+                saver.put_writes(config("t", head), [("log", ["done"])], "task-1", "p")
+                try:
+                    bad = make_checkpoint(1, n=object())
+                    saver.put(config("t", head), bad, {"source": "loop", "step": 1}, {"n": 3})
+                except SerializationError:
+                    pass  # caught: the batch goes on, but will store nothing
+                with pytest.raises(StorageError, match="an earlier write"):
+                    saver.put_writes(config("t", head), [("log", ["more"])], "task-2", "p")
+        assert saver.get_tuple(config("t", head)) == before
+        assert saver.child_ids(config("t", head)) == []
+        assert [t.checkpoints for t in saver.list_threads()] == [1]
+        saver.put_writes(config("t", head), [("log", ["after"])], "task-3", "p")  # usable
+        assert saver.get_writes(config("t", head)) == [("task-3", "p", "log", ["after"])]
+
+
+def test_a_full_disk_inside_a_batch_leaves_the_file_as_it_was(db_path: Path) -> None:
+    from tests.test_saver_contract import make_checkpoint
+
+    with SqliteSaver.from_conn_string(db_path) as saver:
+        (head,) = put_chain(saver, steps=1)
+        (pages,) = saver.conn.execute("PRAGMA page_count").fetchone()
+        saver.conn.execute(f"PRAGMA max_page_count = {pages + 1}")  # a disk about to fill
+        with pytest.raises(StorageError):
+            with saver.batch():
+                try:
+                    big = make_checkpoint(1, n=["x" * 1000] * 50)
+                    saver.put(config("t", head), big, {"source": "loop", "step": 1}, {"n": 3})
+                except StorageError:
+                    pass  # SQLite rolled the transaction back itself
+                small = make_checkpoint(2, n=2)
+                saver.put(config("t", head), small, {"source": "loop", "step": 2}, {"n": 4})
+    with SqliteSaver.from_conn_string(db_path) as reader:
+        assert [t.checkpoint["id"] for t in reader.list(config())] == [head]
+        assert reader.integrity_problems() == []

@@ -201,6 +201,8 @@ class _BatchFacts:
     threads: dict[tuple[str, str], int] = field(default_factory=dict)
     latest: dict[int, bytes | None] = field(default_factory=dict)
     held: _Held | None = None
+    #: a write in the batch raised: none of the batch may be stored, even if it was caught
+    failed: bool = False
 
 
 Pending = dict[str, tuple[str, dict[int, tuple[str, Any]]]]
@@ -278,12 +280,21 @@ class SqliteSaver(BaseSaver):
 
     @contextmanager
     def batch(self) -> Iterator[None]:
-        """One transaction for every write in the block (one commit instead of one each)."""
+        """One transaction for every write in the block (one commit instead of one each).
+
+        All of it commits or none: if a write in the block raises, nothing of the block is
+        stored, even if the block caught the error (it ends with a StorageError).
+        """
         with self.write() as conn:
             self._batch_depth += 1
             try:
                 yield
                 if self._batch_depth == 1:
+                    if self._facts.failed:
+                        raise StorageError(
+                            f"a write to {self.path} in this batch failed: nothing of the "
+                            "batch was stored"
+                        )
                     self._write_held(conn)
             finally:
                 self._batch_depth -= 1
@@ -296,12 +307,23 @@ class SqliteSaver(BaseSaver):
         held pending writes are written first unless the caller takes them (`keep_held`)."""
         with self._lock:
             if self._batch_depth:  # part of the batch's transaction
+                if self._facts.failed or not self.conn.in_transaction:
+                    # after a failed write (SQLite itself may have rolled back) nothing more
+                    # of the batch runs: on its own, each statement would commit
+                    self._facts.failed = True
+                    raise StorageError(
+                        f"an earlier write to {self.path} in this batch failed: "
+                        "nothing of the batch is stored"
+                    )
                 try:
                     if not keep_held:
                         self._write_held(self.conn)
                     yield self.conn
-                except sqlite3.Error as exc:
-                    raise storage_error(exc, self.path) from None
+                except BaseException as exc:
+                    self._facts.failed = True
+                    if isinstance(exc, sqlite3.Error):
+                        raise storage_error(exc, self.path) from None
+                    raise
                 return
             try:
                 self.conn.execute("BEGIN IMMEDIATE")

@@ -74,6 +74,7 @@ class RowCopy:
         self.names: dict[int, int] = {}
         self.same_names = False
         self.blobs: OrderedDict[int, int] = OrderedDict()
+        self.version: int | None = None  # the target's PRAGMA data_version at the last page
 
     def copy_below(self, below: bytes) -> int:
         """Copy every checkpoint below `below` that the target lacks; returns how many."""
@@ -94,6 +95,7 @@ class RowCopy:
                     tconn = self.target.conn
                     target_key = self.target._thread_key(tconn, self.ref, create=True)
                     assert target_key is not None
+                    self.notice_others(tconn)
                     self.share_names(sconn, tconn)
                     page = _Page(self, sconn, tconn, source_key, target_key, below)
                     copied += page.copy(rows, last)
@@ -104,6 +106,14 @@ class RowCopy:
             after = rows[-1][0]
 
     # -- translation ---------------------------------------------------------------------------
+
+    def notice_others(self, tconn: sqlite3.Connection) -> None:
+        """Forget which blobs were copied where if another connection changed the target
+        since the last page: it may have deleted some of them."""
+        (version,) = tconn.execute("PRAGMA data_version").fetchone()
+        if version != self.version:
+            self.blobs.clear()
+        self.version = version
 
     def share_names(self, sconn: sqlite3.Connection, tconn: sqlite3.Connection) -> None:
         """Give the target the source's name keys where they are free there (or already
