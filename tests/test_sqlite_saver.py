@@ -544,3 +544,29 @@ def test_a_full_disk_inside_a_batch_leaves_the_file_as_it_was(db_path: Path) -> 
     with SqliteSaver.from_conn_string(db_path) as reader:
         assert [t.checkpoint["id"] for t in reader.list(config())] == [head]
         assert reader.integrity_problems() == []
+
+
+@pytest.mark.parametrize(("before", "after"), [(1, True), (True, 1), (0, False), (1, 1.0)])
+def test_a_field_changed_to_an_equal_value_of_another_type_is_stored_as_it_is(
+    db_path: Path, before: Any, after: Any
+) -> None:
+    from ttcli import HumanMessage
+
+    builder = StateGraph(MessagesState)
+    builder.add_node("bot", lambda state: {"messages": [("assistant", "a reply " * 8)]})
+    builder.add_edge(START, "bot")
+    with SqliteSaver.from_conn_string(db_path) as saver:
+        app = builder.compile(checkpointer=saver)
+        question = HumanMessage("a question " * 8, flagged=before)
+        app.invoke({"messages": [question]}, config("t"))
+        messages = app.get_state(config("t")).values["messages"]
+        messages[0]["flagged"] = after  # equal, but not the same
+        app.update_state(config("t"), {"messages": [("user", "more " * 8)]})
+        app.update_state(config("t"), {"messages": messages})
+        mine = app.get_state(config("t")).values["messages"]
+    with SqliteSaver.from_conn_string(db_path) as reader:
+        stored = reader.get_tuple(config("t"))
+        assert stored is not None
+        theirs = stored.checkpoint["channel_values"]["messages"]
+    assert type(theirs[0]["flagged"]) is type(after) and theirs == mine
+    assert type(mine[0]["flagged"]) is type(after)

@@ -23,7 +23,7 @@ import copy
 import operator
 import sqlite3
 from collections import OrderedDict
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import chain, repeat
 from typing import Any
@@ -83,15 +83,19 @@ def entry_refs(entry: Any) -> Iterator[int]:
 class _Decoded:
     """A list channel value as decoded, handed out as copies while it is intact.
 
-    Only lists of immutable scalars and of messages whose fields are all scalars are kept:
-    the fields of each message as read are compared (at C speed) before every reuse, so a
-    message changed in place is never handed out again, and each reader gets messages of its
-    own (copies), so what one reader changes no other sees.
+    Only lists of immutable scalars and of messages whose fields are all immutable scalars
+    are kept. Before every reuse each message's fields are checked to be the very objects
+    they were (by identity, at C speed: an equal value of another type or sign, such as True
+    for 1, is a change), so a message changed in place is never handed out again; and each
+    reader gets messages of its own (copies), so what one reader changes no other sees.
     """
 
     items: tuple[Any, ...]
     messages: tuple[Message, ...]
-    fields: list[tuple[Any, ...]]
+    #: per message its number of fields, then all their keys and values, in order
+    sizes: tuple[int, ...]
+    keys: tuple[Any, ...]
+    values: tuple[Any, ...]
 
     @classmethod
     def of(cls, value: Any) -> _Decoded | None:
@@ -99,24 +103,30 @@ class _Decoded:
         if type(value) is not list:
             return None
         if all(map(serde.SCALARS.__contains__, map(type, value))):
-            return cls(tuple(value), (), [])
+            return cls(tuple(value), (), (), (), ())
         if all(map(isinstance, value, repeat(Message))) and all(
             map(serde.SCALARS.__contains__, map(type, chain.from_iterable(map(dict.values, value))))
         ):
-            return cls(tuple(value), tuple(value), _fields(value))
+            return cls(tuple(value), tuple(value), *_shape(value))
         return None
 
     def intact(self) -> bool:
-        return _fields(self.messages) == self.fields
+        messages = self.messages
+        return (
+            tuple(map(len, messages)) == self.sizes
+            and all(map(operator.is_, chain.from_iterable(map(dict.values, messages)), self.values))
+            and all(map(operator.is_, chain.from_iterable(map(dict.keys, messages)), self.keys))
+        )
 
     def handed_out(self) -> _Decoded:
-        """The same list with copies of its messages, for a reader to take: kept in place
-        of this one, so that the reader's next value is known to extend it."""
+        """The same list with copies of its messages (the same field objects), for a reader
+        to take: kept in place of this one, so that the reader's next value is known to
+        extend it."""
         if not self.messages:
             return self
         items = tuple(copy_message(i) if isinstance(i, Message) else i for i in self.items)
         messages = tuple(item for item in items if isinstance(item, Message))
-        return _Decoded(items, messages, self.fields)
+        return _Decoded(items, messages, self.sizes, self.keys, self.values)
 
     def extended(self, tail: list[Any]) -> _Decoded | None:
         """This list grown by `tail`, checking only the new items."""
@@ -124,12 +134,20 @@ class _Decoded:
         if added is None:
             return None
         return _Decoded(
-            self.items + added.items, self.messages + added.messages, self.fields + added.fields
+            self.items + added.items,
+            self.messages + added.messages,
+            self.sizes + added.sizes,
+            self.keys + added.keys,
+            self.values + added.values,
         )
 
 
-def _fields(messages: Iterable[Message]) -> list[tuple[Any, ...]]:
-    return list(map(tuple, map(dict.items, messages)))
+def _shape(messages: Sequence[Message]) -> tuple[tuple[Any, ...], ...]:
+    return (
+        tuple(map(len, messages)),
+        tuple(chain.from_iterable(map(dict.keys, messages))),
+        tuple(chain.from_iterable(map(dict.values, messages))),
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,10 +201,14 @@ class BlobStore:
     def read_channel(self, blob_key: int) -> Any:
         """A channel value: the blob's list, and those it appends to (blobs never change)."""
         decoded = self._decoded.get(blob_key)
-        if decoded is not None and decoded.intact():
-            self._decoded[blob_key] = handed = decoded.handed_out()
-            self._decoded.move_to_end(blob_key)
-            return list(handed.items)
+        if decoded is not None:
+            # copied first, then compared: what another thread changes meanwhile in the
+            # messages handed out before is never taken for what was stored
+            handed = decoded.handed_out()
+            if handed.intact():
+                self._decoded[blob_key] = handed
+                self._decoded.move_to_end(blob_key)
+                return list(handed.items)
         value = self._read_chain(blob_key)
         self.keep_decoded(blob_key, value)
         return value
