@@ -261,8 +261,9 @@ def put_one_in(saver: BaseSaver, thread: str, text: Any) -> None:
     saver.put(config(thread, latest[0] if latest else None), checkpoint, metadata, {"text": 1})
 
 
-def test_blobs_another_process_deletes_from_the_archive_meanwhile_are_copied_again(
-    db_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("deleter", ["another process", "this saver, from another thread"])
+def test_blobs_deleted_from_the_archive_meanwhile_are_copied_again(
+    db_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, deleter: str
 ) -> None:
     monkeypatch.setattr(sqlite_copy, "PAGE", 5)
     archive = tmp_path / "archive.db"
@@ -277,8 +278,11 @@ def test_blobs_another_process_deletes_from_the_archive_meanwhile_are_copied_aga
             between_pages(copy)
             pages += 1
             if pages == 2:  # what the first two pages copied is deleted from the archive
-                with SqliteSaver.from_conn_string(archive) as other:
-                    other.delete_thread("t")
+                if deleter == "another process":
+                    with SqliteSaver.from_conn_string(archive) as other:
+                        other.delete_thread("t")
+                else:
+                    copy.target.delete_thread("t")
 
         monkeypatch.setattr(sqlite_copy.RowCopy, "forget_old_blobs", and_another_process_prunes)
         latest = saver.checkpoint_ids(config("t"), limit=1)[0]

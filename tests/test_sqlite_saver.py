@@ -570,3 +570,23 @@ def test_a_field_changed_to_an_equal_value_of_another_type_is_stored_as_it_is(
         theirs = stored.checkpoint["channel_values"]["messages"]
     assert type(theirs[0]["flagged"]) is type(after) and theirs == mine
     assert type(mine[0]["flagged"]) is type(after)
+
+
+def test_editing_the_past_never_changes_a_stored_checkpoint(db_path: Path) -> None:
+    class Notes(TypedDict):
+        notes: list[str]  # replaced by the node, not reduced
+
+    written = ["a note the node wrote, long enough", "and a second one of them"]
+    builder = StateGraph(Notes)
+    builder.add_node("write", lambda state: {"notes": list(written)})
+    builder.add_edge(START, "write")
+    with SqliteSaver.from_conn_string(db_path) as saver:
+        app = builder.compile(checkpointer=saver)
+        app.invoke({"notes": ["the first note of the thread, long", "and another"]}, config("t"))
+        latest, before_write = list(app.get_state_history(config("t")))[:2]
+        # the past edited to hold what the node wrote, appended: the write is an append now
+        grown = before_write.values["notes"] + written
+        app.update_state(before_write.config, {"notes": grown}, as_node="write")
+        assert app.get_state(latest.config).values["notes"] == written
+    with SqliteSaver.from_conn_string(db_path) as reader:
+        assert reader.get_tuple(latest.config).checkpoint["channel_values"]["notes"] == written  # type: ignore[union-attr]

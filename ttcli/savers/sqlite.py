@@ -236,6 +236,8 @@ class SqliteSaver(BaseSaver):
         #: (largest blob key before rows were first copied in, PRAGMA data_version then):
         #: see sqlite_copy; None once anything may have freed a key
         self.copy_floor: tuple[int, int] | None = None
+        #: times this saver deleted blobs: a copy in progress forgets where it put blobs
+        self.blob_deletions = 0
         try:
             self.conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
             ensure_schema(self.conn, self.path)
@@ -345,8 +347,16 @@ class SqliteSaver(BaseSaver):
         """A read transaction: one consistent snapshot while other processes write."""
         with self._lock:
             if self._batch_depth:  # reads inside a batch see its writes
-                self._write_held(self.conn)
-                yield self.conn
+                if self._facts.failed:
+                    raise StorageError(
+                        f"an earlier write to {self.path} in this batch failed: "
+                        "nothing of the batch is stored"
+                    )
+                try:
+                    self._write_held(self.conn)
+                    yield self.conn
+                except sqlite3.Error as exc:
+                    raise storage_error(exc, self.path) from None
                 return
             try:
                 self.conn.execute("BEGIN")
@@ -446,9 +456,12 @@ class SqliteSaver(BaseSaver):
                     pending = decode_pending(moved, self.names)
                 else:
                     pending = self._pending(conn, thread_key, parent_id)
+                # only the latest checkpoint's writes may become an append: an older one may
+                # have children already reading one of them as a channel value, which adopting
+                # it would change
                 writer.offer(
                     (e for _, writes in pending.values() for _, e in writes.values()),
-                    adoptable=True,
+                    adoptable=follows,
                 )
             values, versions = checkpoint["channel_values"], checkpoint["channel_versions"]
             channels: dict[str, builtins.list[Any]] = {}
@@ -1035,6 +1048,7 @@ class SqliteSaver(BaseSaver):
         # key is then never handed out twice, and a key another process remembers (its
         # append-detection cache) can never come to mean another value
         self.copy_floor = None  # keys freed below the largest: never to be copied under
+        self.blob_deletions += 1
         (newest,) = conn.execute("SELECT max(blob_key) FROM blobs").fetchone()
         for chunk in _chunks(sorted(key for key in keys if key != newest)):
             marks = ",".join("?" * len(chunk))

@@ -74,7 +74,8 @@ class RowCopy:
         self.names: dict[int, int] = {}
         self.same_names = False
         self.blobs: OrderedDict[int, int] = OrderedDict()
-        self.version: int | None = None  # the target's PRAGMA data_version at the last page
+        #: the target's PRAGMA data_version and its saver's blob deletions at the last page
+        self.version: tuple[int, int] | None = None
 
     def copy_below(self, below: bytes) -> int:
         """Copy every checkpoint below `below` that the target lacks; returns how many."""
@@ -109,11 +110,13 @@ class RowCopy:
 
     def notice_others(self, tconn: sqlite3.Connection) -> None:
         """Forget which blobs were copied where if another connection changed the target
-        since the last page: it may have deleted some of them."""
+        since the last page, or the target saver deleted blobs (from another Python thread):
+        some of them may be gone."""
         (version,) = tconn.execute("PRAGMA data_version").fetchone()
-        if version != self.version:
+        seen = (version, self.target.blob_deletions)
+        if seen != self.version:
             self.blobs.clear()
-        self.version = version
+        self.version = seen
 
     def share_names(self, sconn: sqlite3.Connection, tconn: sqlite3.Connection) -> None:
         """Give the target the source's name keys where they are free there (or already
