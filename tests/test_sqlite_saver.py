@@ -413,12 +413,17 @@ def test_threads_never_share_blobs_so_deleting_one_leaves_the_other_whole(
     assert keys  # b's lists are long enough to be blobs
 
 
-def test_a_value_changed_in_place_by_its_reader_reads_as_stored(db_path: Path) -> None:
+def reply_graph() -> StateGraph:
+    """A chat whose bot gives one long reply a turn."""
     builder = StateGraph(MessagesState)
     builder.add_node("bot", lambda state: {"messages": [("assistant", "a reply " * 8)]})
     builder.add_edge(START, "bot")
+    return builder
+
+
+def test_a_value_changed_in_place_by_its_reader_reads_as_stored(db_path: Path) -> None:
     with SqliteSaver.from_conn_string(db_path) as saver:
-        app = builder.compile(checkpointer=saver)
+        app = reply_graph().compile(checkpointer=saver)
         result = app.invoke({"messages": [("user", "a question " * 8)]}, config("t"))
         stored = [dict(m) for m in result["messages"]]
         result["messages"][0]["content"] = "changed after the run"  # the written objects
@@ -483,11 +488,8 @@ def test_another_python_thread_never_takes_writes_held_in_a_batch(db_path: Path)
 
 
 def test_readers_never_share_the_messages_they_get(db_path: Path) -> None:
-    builder = StateGraph(MessagesState)
-    builder.add_node("bot", lambda state: {"messages": [("assistant", "a reply " * 8)]})
-    builder.add_edge(START, "bot")
     with SqliteSaver.from_conn_string(db_path) as saver:
-        app = builder.compile(checkpointer=saver)
+        app = reply_graph().compile(checkpointer=saver)
         result = app.invoke({"messages": [("user", "a question " * 8)]}, config("t"))
         first = app.get_state(config("t")).values["messages"]
         second = app.get_state(config("t")).values["messages"]
@@ -552,11 +554,8 @@ def test_a_field_changed_to_an_equal_value_of_another_type_is_stored_as_it_is(
 ) -> None:
     from ttcli import HumanMessage
 
-    builder = StateGraph(MessagesState)
-    builder.add_node("bot", lambda state: {"messages": [("assistant", "a reply " * 8)]})
-    builder.add_edge(START, "bot")
     with SqliteSaver.from_conn_string(db_path) as saver:
-        app = builder.compile(checkpointer=saver)
+        app = reply_graph().compile(checkpointer=saver)
         question = HumanMessage("a question " * 8, flagged=before)
         app.invoke({"messages": [question]}, config("t"))
         messages = app.get_state(config("t")).values["messages"]
