@@ -98,8 +98,11 @@ CREATE TABLE writes (
 -- Stored values. Read on its own a blob is `value`; as a channel value, a blob with a
 -- `base_key` is an append: the list at `base_key` (read the same way) extended by the items
 -- in `value`. A blob holding a pending write's list may later get its `base_key` set (once),
--- when that write is what a list channel appended; read on its own it is unchanged. A record (is_record = 1) is a map whose large entries are ext-13 references, or
--- a single reference, so that equal values share one blob. Blobs belong to one thread.
+-- when that write is what a list channel appended; read on its own it is unchanged, and no
+-- checkpoint reads it as a channel value (such blobs are never shared by pending writes or
+-- record parts). A record (is_record = 1) is a map whose large entries are ext-13
+-- references, or a single reference, so that equal values share one blob. Blobs belong to
+-- one thread.
 CREATE TABLE blobs (
     blob_key   INTEGER PRIMARY KEY,
     base_key   INTEGER REFERENCES blobs (blob_key),

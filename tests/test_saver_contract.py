@@ -347,3 +347,13 @@ def test_writes_put_in_a_batch_stay_with_their_thread(saver: BaseSaver) -> None:
         saver.put(config("b", head), child, {"source": "loop", "step": 5, "parents": {}}, {})
     assert saver.get_writes(config("a", head)) == [("task-a", "p", "log", ["a's"])]
     assert saver.get_writes(config("b", head)) == [("task-b", "p", "log", ["b's"])]
+
+
+def test_deleting_a_child_keeps_its_parents_pending_writes(saver: BaseSaver) -> None:
+    (head,) = put_chain(saver, steps=1)
+    saver.put_writes(config("t", head), [("log", ["kept"])], "task-1", "p")
+    child = put_one(saver, head, 1)  # the writes move into the child's row
+    before = saver.get_tuple(config("t", head))
+    saver.delete_checkpoints(config(), [child])
+    assert saver.get_writes(config("t", head)) == [("task-1", "p", "log", ["kept"])]
+    assert saver.get_tuple(config("t", head)) == before

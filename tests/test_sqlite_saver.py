@@ -589,3 +589,58 @@ def test_editing_the_past_never_changes_a_stored_checkpoint(db_path: Path) -> No
         assert app.get_state(latest.config).values["notes"] == written
     with SqliteSaver.from_conn_string(db_path) as reader:
         assert reader.get_tuple(latest.config).checkpoint["channel_values"]["notes"] == written  # type: ignore[union-attr]
+
+
+def test_a_write_sharing_a_record_part_never_changes_an_older_checkpoint(db_path: Path) -> None:
+    class Shared(TypedDict):
+        x: list[str]  # replaced
+        y: dict[str, list[str]]  # a record: its large entry is a blob of its own
+        w: Annotated[list[str], operator.add]
+
+    first = [f"item-number-{i}" for i in range(6)]
+    other = [f"other-thing-{i}" for i in range(6)]
+    builder = StateGraph(Shared)
+    builder.add_node("n1", lambda state: {"x": first, "y": {"a": first}})
+    builder.add_node("n2", lambda state: {"x": other, "y": {"a": first}})
+    builder.add_node("n3", lambda state: {"w": first})  # appends what x held at step 1
+    builder.add_edge(START, "n1")
+    builder.add_edge("n1", "n2")
+    builder.add_edge("n2", "n3")
+    with SqliteSaver.from_conn_string(db_path) as saver:
+        app = builder.compile(checkpointer=saver)
+        start = {"w": [f"base-entry-{i}" for i in range(6)]}
+        app.invoke(start, config("t"), interrupt_after=["n2"])
+        seen = {t.checkpoint["id"]: t.checkpoint for t in saver.list(config("t"))}
+        app.invoke(None, config("t"))
+    with SqliteSaver.from_conn_string(db_path) as reader:
+        for checkpoint_id, checkpoint in seen.items():
+            assert reader.get(config("t", checkpoint_id)) == checkpoint
+
+
+def test_a_checkpoint_whose_parent_another_process_pruned_is_stored_readable(
+    db_path: Path,
+) -> None:
+    from contextlib import closing
+    from datetime import UTC, datetime, timedelta
+
+    from ttcli.ops.prune import PrunePolicy, execute_prune, plan_prune
+
+    class Log(TypedDict):
+        log: Annotated[list[str], operator.add]
+
+    builder = StateGraph(Log)
+    builder.add_node("a", lambda state: {"log": ["a-" + "x" * 40]})
+    builder.add_node("b", lambda state: {"log": ["b-" + "z" * 40]})
+    builder.add_edge(START, "a")
+    builder.add_edge("a", "b")
+    with closing(SqliteSaver(db_path)) as app, closing(SqliteSaver(db_path)) as cron:
+        graph = builder.compile(checkpointer=app)
+        graph.invoke({"log": ["start-" + "y" * 40]}, config("t"))
+        list(graph.get_state_history(config("t")))  # the app now knows every state
+        policy = PrunePolicy(older_than=datetime.now(UTC) + timedelta(seconds=1), keep_last=2)
+        execute_prune(cron, plan_prune(cron, policy))  # another process prunes
+        oldest = list(graph.get_state_history(config("t")))[-1]
+        fork = graph.update_state(oldest.config, None, as_node="__copy__")  # its parent is gone
+        expected = graph.get_state(fork).values
+    with SqliteSaver.from_conn_string(db_path) as reader:
+        assert builder.compile(checkpointer=reader).get_state(fork).values == expected

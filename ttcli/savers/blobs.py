@@ -353,10 +353,17 @@ class BlobWriter:
                 self._offer_blob(entry.key, adoptable)
 
     def protect(self, entries: Iterable[Any]) -> None:
-        """Blobs read as channel values: never adopted as an append."""
+        """Blobs read as channel values: never adopted as an append, and never shared by a
+        pending write or a record part (which could be adopted later, changing what every
+        checkpoint reading the blob as its value reads)."""
         for entry in entries:
             if isinstance(entry, Ref):
                 self.channel_blobs.add(entry.key)
+
+    def _read_as_channel(self, entry: Any) -> bool:
+        if isinstance(entry, Ref):
+            return entry.key in self.channel_blobs
+        return type(entry) is dict and any(key in self.channel_blobs for key in entry_refs(entry))
 
     def _offer_blob(self, blob_key: int, adoptable: bool) -> None:
         row = self.store.conn.execute(_ONE, {"blob_key": blob_key}).fetchone()
@@ -370,12 +377,13 @@ class BlobWriter:
             if adoptable:
                 self.adoptable.add(blob_key)
 
-    def value(self, value: Any, path: str) -> Any:
-        """Store a write or metadata value and return its entry."""
+    def value(self, value: Any, path: str, *, pending: bool = True) -> Any:
+        """Store a pending write's value (or, `pending=False`, a metadata value: read on its
+        own only, it may share any blob) and return its entry."""
         data = serde.dumps(value, path=path)
         if len(data) <= INLINE_MAX:
             return serde.loads(data)  # a copy, exactly as stored: the caller keeps its value
-        return self._store(value, data, path)
+        return self._store(value, data, path, apart=pending, parts_apart=pending)
 
     def channel(self, name: str, value: Any, previous: Any) -> Any:
         """Store a channel's new value, as an append to `previous` when the list only grew."""
@@ -398,7 +406,7 @@ class BlobWriter:
         found = self.pool.get(data)
         if isinstance(found, Ref) and found.key in self.adopted:
             self.pool.pop(data)  # now an append: read as a channel it would be the whole list
-        entry = self._store(value, data, name)
+        entry = self._store(value, data, name, apart=False, parts_apart=True)
         self.protect([entry])
         if isinstance(entry, Ref):
             length = len(value) if type(value) is list else -1
@@ -468,14 +476,19 @@ class BlobWriter:
         self.adopted.add(blob_key)
         return True
 
-    def _store(self, value: Any, data: bytes, path: str) -> Any:
+    def _store(self, value: Any, data: bytes, path: str, *, apart: bool, parts_apart: bool) -> Any:
+        """The entry for a value: an equal one from the pool, or new blobs. With `apart`, a
+        blob read as a channel value is not shared (see `protect`); `parts_apart` is the
+        same for a record's parts."""
         found = self.pool.get(data)
-        if found is not None:
+        if found is not None and not (apart and self._read_as_channel(found)):
             return found
         entry: Any = None
         if type(value) is dict:
             record = {
-                key: self._part(item, f"{path}.{key}" if isinstance(key, str) else path)
+                key: self._part(
+                    item, f"{path}.{key}" if isinstance(key, str) else path, apart=parts_apart
+                )
                 for key, item in value.items()
             }
             if any(isinstance(item, Ref) for item in record.values()):
@@ -490,11 +503,11 @@ class BlobWriter:
         self.pool[data] = entry
         return entry
 
-    def _part(self, item: Any, path: str) -> Any:
+    def _part(self, item: Any, path: str, *, apart: bool) -> Any:
         data = serde.dumps(item, path=path)
         if len(data) < RECORD_ENTRY_MIN:
             return serde.loads(data)
-        entry = self._store(item, data, path)
+        entry = self._store(item, data, path, apart=apart, parts_apart=apart)
         # only references go into a record: a nested inline record would not be resolved
         return entry if isinstance(entry, Ref) else item
 

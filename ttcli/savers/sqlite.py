@@ -439,7 +439,13 @@ class SqliteSaver(BaseSaver):
                 self._write_held(conn)
             follows = self._place(conn, thread_key, checkpoint_id, parent_id, latest)
             writer = self.blobs.writer()
-            parent = None if parent_id is None else self._state(conn, thread_key, parent_id)
+            parent = None
+            if parent_id is not None:
+                if parent_id != latest and not self._exists(conn, thread_key, parent_id):
+                    # gone (another process pruned it): its cached state must not be the base
+                    # of a delta, nor its values be taken as still stored
+                    self._states.pop((thread_key, parent_id), None)
+                parent = self._state(conn, thread_key, parent_id)
             previous: dict[str, builtins.list[Any]] = {}
             moved = None
             if parent is not None and parent_id is not None:
@@ -482,7 +488,8 @@ class SqliteSaver(BaseSaver):
                 versions_seen={n: dict(seen) for n, seen in checkpoint["versions_seen"].items()},
                 updated=None if (u := checkpoint["updated_channels"]) is None else builtins.list(u),
                 writes=[
-                    (node, writer.value(value, f"writes.{node}")) for node, value in writes.items()
+                    (node, writer.value(value, f"writes.{node}", pending=False))
+                    for node, value in writes.items()
                 ]
                 if isinstance(writes, Mapping)
                 else None,
@@ -539,11 +546,13 @@ class SqliteSaver(BaseSaver):
                 table if latest else self._pending(conn, thread_key, checkpoint_id, table=table)
             )
             writer = self.blobs.writer()
-            writer.offer(
+            updated = [
                 entry[1]
                 for name, entry in state.channels.items()
                 if name in (state.updated or ()) and len(entry) == 2
-            )
+            ]
+            writer.protect(updated)  # values of a checkpoint: not to be shared by a write
+            writer.offer(updated)
             saved = set(pending.get(task_id, (task_path, {}))[1])
             _path, stored = table.setdefault(task_id, (task_path, {}))
             for position, (channel, value) in enumerate(writes):
@@ -625,6 +634,22 @@ class SqliteSaver(BaseSaver):
                     "WHERE thread_key = ? AND checkpoint_id = ?",
                     (state.encode(self.names, None), thread_key, child),
                 )
+        # a parent that stays keeps the pending writes that were moved into a child that goes
+        kept_writes: dict[bytes, Pending] = {}
+        for chunk in _chunks(doomed):
+            for child, stored_parent in conn.execute(
+                "SELECT checkpoint_id, parent_id FROM checkpoints WHERE thread_key = ? "
+                f"AND checkpoint_id IN ({','.join('?' * len(chunk))}) "
+                "AND parent_writes IS NOT NULL",
+                [thread_key, *chunk],
+            ).fetchall():
+                parent = unpack_parent(child, stored_parent)
+                if (
+                    parent is not None
+                    and parent not in wanted
+                    and self._exists(conn, thread_key, parent)
+                ):
+                    kept_writes[parent] = self._pending(conn, thread_key, parent)
         conn.execute(_COUNT, {"thread_key": thread_key, "change": -len(doomed)})
         for chunk in _chunks(doomed):
             marks = ",".join("?" * len(chunk))
@@ -644,6 +669,8 @@ class SqliteSaver(BaseSaver):
                     f"DELETE FROM {table} WHERE thread_key = ? AND {column} IN ({marks})",
                     [thread_key, *chunk],
                 )
+        for parent, pending in kept_writes.items():
+            self._set_pending(conn, thread_key, parent, pending)
         conn.executemany(
             "INSERT OR IGNORE INTO blob_debt (thread_key, blob_key) VALUES (?, ?)",
             [(thread_key, key) for key in freed],
