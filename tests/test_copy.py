@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import datetime as dt
+import operator
+from pathlib import Path
 from types import SimpleNamespace
-from typing import Any
+from typing import Annotated, Any, TypedDict
 
 import pytest
 
@@ -13,7 +16,9 @@ from ttcli import END, START, StateGraph
 from ttcli.configs import CheckpointRef
 from ttcli.errors import CheckpointNotFoundError
 from ttcli.ops.copy import copy_checkpoint, copy_lineage
+from ttcli.ops.prune import PrunePolicy, execute_prune, plan_prune
 from ttcli.savers.base import BaseSaver
+from ttcli.savers.sqlite import SqliteSaver
 
 API = SimpleNamespace(StateGraph=StateGraph, START=START, END=END)
 
@@ -85,3 +90,40 @@ def test_a_copy_cut_off_before_its_writes_completes_when_run_again(saver: BaseSa
     assert copy_checkpoint(saver, head, saver, CheckpointRef("dst")) is False
     copied = saver.get_writes(CheckpointRef("dst").at(head.checkpoint["id"]).to_config())
     assert copied == saver.get_writes(head.config)
+
+
+class Mixed(TypedDict, total=False):
+    d: dict[str, Any]
+    x: list[str]
+    log: Annotated[list[str], operator.add]
+
+
+def test_a_copied_pruned_thread_reads_like_its_source(db_path: Path) -> None:
+    """A value and a record part that held equal items in the copy's first (full) checkpoint
+    were once one blob; a later write adopted it as an append and changed that checkpoint."""
+    first = [f"item-{j}-" + "p" * 30 for j in range(3)]
+    other = [f"other-{j}-" + "q" * 30 for j in range(3)]
+    builder = StateGraph(Mixed)
+    builder.add_node("n1", lambda state: {"x": first})
+    builder.add_node("n2", lambda state: {"d": {"a": first, "b": "s"}})
+    builder.add_node("n3", lambda state: {"d": {"a": first, "b": "s"}, "x": other})
+    builder.add_node("n4", lambda state: {"log": first})
+    builder.add_edge(START, "n1")
+    builder.add_edge("n1", "n2")
+    builder.add_edge("n2", "n3")
+    builder.add_edge("n3", "n4")
+    with SqliteSaver.from_conn_string(db_path) as saver:
+        app = builder.compile(checkpointer=saver)
+        app.invoke({"log": [f"base-{j}-" + "r" * 30 for j in range(3)]}, cfg("t"))
+        policy = PrunePolicy(
+            older_than=dt.datetime.now(dt.UTC) + dt.timedelta(seconds=1), keep_last=3
+        )
+        execute_prune(saver, plan_prune(saver, policy))
+        head = saver.get_tuple(cfg("t"))
+        assert head is not None
+        copy_lineage(saver, head.config, "c")
+    with SqliteSaver.from_conn_string(db_path) as reader:
+        for saved in reader.list(cfg("t")):
+            copied = reader.get(CheckpointRef("c").at(saved.checkpoint["id"]).to_config())
+            assert copied is not None
+            assert copied["channel_values"] == saved.checkpoint["channel_values"]

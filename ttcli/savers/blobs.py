@@ -14,7 +14,11 @@ growing with change rather than with steps:
 
 Equal bytes are looked for only among candidates offered for the current operation (the
 parent's pending writes, the checkpoint's own new values), never through a global index.
-Blobs never change after insert, and belong to one thread (copies copy them).
+Blobs read as channel values and blobs read on their own (pending writes, record parts) are
+never shared between the two kinds: a pending write's blob may later become an append (its
+`base_key` set), which must not change any checkpoint's channel value. So a node's output
+that replaces a channel's value is stored twice (the pending write and the value); appended
+items are stored once. Blobs belong to one thread (copies copy them).
 """
 
 from __future__ import annotations
@@ -406,7 +410,7 @@ class BlobWriter:
         found = self.pool.get(data)
         if isinstance(found, Ref) and found.key in self.adopted:
             self.pool.pop(data)  # now an append: read as a channel it would be the whole list
-        entry = self._store(value, data, name, apart=False, parts_apart=True)
+        entry = self._store(value, data, name, values_only=True, parts_apart=True)
         self.protect([entry])
         if isinstance(entry, Ref):
             length = len(value) if type(value) is list else -1
@@ -476,13 +480,30 @@ class BlobWriter:
         self.adopted.add(blob_key)
         return True
 
-    def _store(self, value: Any, data: bytes, path: str, *, apart: bool, parts_apart: bool) -> Any:
-        """The entry for a value: an equal one from the pool, or new blobs. With `apart`, a
-        blob read as a channel value is not shared (see `protect`); `parts_apart` is the
-        same for a record's parts."""
+    def _store(
+        self,
+        value: Any,
+        data: bytes,
+        path: str,
+        *,
+        apart: bool = False,
+        values_only: bool = False,
+        parts_apart: bool,
+    ) -> Any:
+        """The entry for a value: an equal one from the pool, or new blobs.
+
+        Blobs read as channel values and blobs read on their own (pending writes, record
+        parts) are kept apart, so that adopting the latter as an append never changes the
+        former: with `apart` a blob read as a channel value is not shared, with `values_only`
+        (a channel value) only such a blob is; `parts_apart` is `apart` for a record's parts.
+        """
         found = self.pool.get(data)
-        if found is not None and not (apart and self._read_as_channel(found)):
-            return found
+        if found is not None:
+            as_channel = self._read_as_channel(found)
+            if not (apart and as_channel) and not (
+                values_only and isinstance(found, Ref) and not as_channel
+            ):
+                return found
         entry: Any = None
         if type(value) is dict:
             record = {
