@@ -127,3 +127,25 @@ def test_a_copied_pruned_thread_reads_like_its_source(db_path: Path) -> None:
             copied = reader.get(CheckpointRef("c").at(saved.checkpoint["id"]).to_config())
             assert copied is not None
             assert copied["channel_values"] == saved.checkpoint["channel_values"]
+
+
+def test_a_copy_another_process_made_under_a_freed_thread_key_reads_as_its_source(
+    db_path: Path,
+) -> None:
+    from contextlib import closing
+
+    builder = graphs.linear(API)
+    with closing(SqliteSaver(db_path)) as mine, closing(SqliteSaver(db_path)) as other:
+        app = builder.compile(checkpointer=mine)
+        app.invoke({"x": 1, "log": ["a long first entry " * 3]}, cfg("y"))
+        head = mine.get_tuple(cfg("y"))
+        assert head is not None
+        copy_lineage(mine, head.config, "x")  # the newest thread key; same checkpoint ids
+        list(app.get_state_history(cfg("x")))  # this process now knows x's states
+        other.delete_thread("x")  # another process frees x's key and its values,
+        copy_lineage(other, head.config, "z")  # and copies again: z gets x's key and ids
+        values = {i: view[0] for i, view in views(app, "y").items()}
+        copied = views(app, "z")
+        assert {i: view[0] for i, view in copied.items()} == values
+    with SqliteSaver.from_conn_string(db_path) as reader:
+        assert views(builder.compile(checkpointer=reader), "z") == copied

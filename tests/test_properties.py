@@ -7,6 +7,7 @@ Invariants checked after every operation:
 - every parent exists in the thread, unless a prune deleted it;
 - `list_threads` counts what `list` returns;
 - a checkpoint's children (`child_ids`) are exactly the listed checkpoints naming it as parent;
+- a blob's base is always an older blob;
 - no checkpoint changes once written (forks and updates leave the old branch as it was),
   and only prune makes one disappear.
 """
@@ -151,6 +152,9 @@ def check(saver: SqliteSaver, graph: CompiledStateGraph, model: Model) -> None:
                 children.setdefault(parent_id, []).append(saved.checkpoint["id"])
         for saved in history:  # found by index, as the rows say
             assert saver.child_ids(saved.config) == children.get(saved.checkpoint["id"], [])
+    # a blob points only at older ones (the collector and archive copies rely on it)
+    newer_bases = "SELECT count(*) FROM blobs WHERE base_key >= blob_key"
+    assert saver.conn.execute(newer_bases).fetchone() == (0,)
     for key, content in model.seen.items():
         if key in model.pruned:
             assert key not in present

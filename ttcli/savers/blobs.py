@@ -470,6 +470,8 @@ class BlobWriter:
         """
         if blob_key not in self.adoptable or blob_key in self.channel_blobs:
             return False
+        if blob_key < base_key:  # a blob points only at older ones (GC and copies rely on it)
+            return False
         cursor = self.store.conn.execute(
             "UPDATE blobs SET base_key = :base_key WHERE blob_key = :blob_key AND base_key IS NULL",
             {"base_key": base_key, "blob_key": blob_key},

@@ -233,6 +233,7 @@ class SqliteSaver(BaseSaver):
         self.deleted_bytes = 0
         self._batch_depth = 0
         self._facts = _BatchFacts()
+        self._data_version: int | None = None  # PRAGMA data_version when states were cached
         #: (largest blob key before rows were first copied in, PRAGMA data_version then):
         #: see sqlite_copy; None once anything may have freed a key
         self.copy_floor: tuple[int, int] | None = None
@@ -332,6 +333,7 @@ class SqliteSaver(BaseSaver):
             except sqlite3.Error as exc:
                 raise storage_error(exc, self.path) from None
             try:
+                self._notice_others()
                 yield self.conn
                 self.conn.execute("COMMIT")
             except BaseException as exc:
@@ -360,12 +362,22 @@ class SqliteSaver(BaseSaver):
                 return
             try:
                 self.conn.execute("BEGIN")
+                self._notice_others()
                 yield self.conn
             except sqlite3.Error as exc:
                 raise storage_error(exc, self.path) from None
             finally:
                 if self.conn.in_transaction:
                     self.conn.execute("COMMIT")
+
+    def _notice_others(self) -> None:
+        """Drop the cached checkpoint states if another connection changed the file: it may
+        have deleted a thread whose key a new thread now has, holding copies with the same
+        checkpoint ids (blob keys are never reused, so the value caches stay right)."""
+        (version,) = self.conn.execute("PRAGMA data_version").fetchone()
+        if version != self._data_version:
+            self._data_version = version
+            self._states.clear()
 
     def forget(self) -> None:
         """Drop cached names, states and values (after a rollback, or rows deleted)."""
