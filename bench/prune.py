@@ -117,3 +117,9 @@ def main(workdir: Path) -> list[tuple[str, str, str, str]]:
         ("prune: writer's superstep p99 while pruning (ms; target < 50)",
          f"{p99 * 1e3:.1f}", "", f"max {max(gaps) * 1e3:.0f} ms; prune took {seconds:.2f} s"),
     ]  # fmt: skip
+
+
+if __name__ == "__main__":  # run on its own by `make bench` (see bench/__main__.py)
+    import json
+
+    print(json.dumps(main(Path(sys.argv[1]))))
