@@ -285,20 +285,23 @@ class BlobStore:
         know about blobs from `floor` up stops below it.
         """
         seen: set[int] = set()
-        todo = [key for key in roots if key >= floor]
-        while todo:
-            blob_key = todo.pop()
-            if blob_key in seen or blob_key < floor:
-                continue
-            seen.add(blob_key)
-            row = self.conn.execute(_ONE, {"blob_key": blob_key}).fetchone()
-            if row is None:
-                continue
-            base_key, is_record, data = row
-            if base_key is not None:
-                todo.append(base_key)
-            if is_record:
-                todo.extend(entry_refs(serde.loads(data)))
+        todo = {key for key in roots if key >= floor}
+        while todo:  # a level at a time, read in chunks rather than a row at a time
+            level = sorted(todo)
+            seen.update(level)
+            found: set[int] = set()
+            for start in range(0, len(level), 500):
+                chunk = level[start : start + 500]
+                marks = ",".join("?" * len(chunk))
+                for base_key, is_record, data in self.conn.execute(
+                    f"SELECT base_key, is_record, value FROM blobs WHERE blob_key IN ({marks})",
+                    chunk,
+                ):
+                    if base_key is not None:
+                        found.add(base_key)
+                    if is_record:
+                        found.update(entry_refs(serde.loads(data)))
+            todo = {key for key in found if key >= floor} - seen
         return seen
 
     # -- append detection -------------------------------------------------------------------
