@@ -35,6 +35,7 @@ from typing import Any
 from ttcli.errors import CorruptValueError, SerializationError
 from ttcli.graph.messages import Message, copy_message
 from ttcli.savers import serde
+from ttcli.savers.params import chunks
 from ttcli.savers.serde import Ref
 
 INLINE_MAX = 24  # values encoding to at most this many bytes stay inline
@@ -290,8 +291,7 @@ class BlobStore:
             level = sorted(todo)
             seen.update(level)
             found: set[int] = set()
-            for start in range(0, len(level), 500):
-                chunk = level[start : start + 500]
+            for chunk in chunks(level):
                 marks = ",".join("?" * len(chunk))
                 for base_key, is_record, data in self.conn.execute(
                     f"SELECT base_key, is_record, value FROM blobs WHERE blob_key IN ({marks})",

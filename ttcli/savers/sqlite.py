@@ -42,6 +42,7 @@ from ttcli.savers.base import (
 )
 from ttcli.savers.blobs import BlobStore, entry_refs
 from ttcli.savers.migrations import ensure_schema
+from ttcli.savers.params import chunks
 from ttcli.savers.records import (
     METADATA_SQL,
     Names,
@@ -610,7 +611,7 @@ class SqliteSaver(BaseSaver):
         self, conn: sqlite3.Connection, thread_key: int, ids: set[bytes]
     ) -> builtins.list[bytes]:
         found: builtins.list[bytes] = []
-        for chunk in _chunks(sorted(ids)):
+        for chunk in chunks(sorted(ids)):
             marks = ",".join("?" * len(chunk))
             found += [
                 key
@@ -648,7 +649,7 @@ class SqliteSaver(BaseSaver):
                 )
         # a parent that stays keeps the pending writes that were moved into a child that goes
         kept_writes: dict[bytes, Pending] = {}
-        for chunk in _chunks(doomed):
+        for chunk in chunks(doomed):
             for child, stored_parent in conn.execute(
                 "SELECT checkpoint_id, parent_id FROM checkpoints WHERE thread_key = ? "
                 f"AND checkpoint_id IN ({','.join('?' * len(chunk))}) "
@@ -663,7 +664,7 @@ class SqliteSaver(BaseSaver):
                 ):
                     kept_writes[parent] = self._pending(conn, thread_key, parent)
         conn.execute(_COUNT, {"thread_key": thread_key, "change": -len(doomed)})
-        for chunk in _chunks(doomed):
+        for chunk in chunks(doomed):
             marks = ",".join("?" * len(chunk))
             for size_sql in (_ROW_BYTES, "coalesce(sum(length(tasks)), 0) FROM writes"):
                 (size,) = conn.execute(
@@ -820,7 +821,7 @@ class SqliteSaver(BaseSaver):
                     f"WHERE blob_key IN ({','.join('?' * len(chunk))})",
                     chunk,
                 ).fetchone()[0]
-                for chunk in _chunks(keys)
+                for chunk in chunks(keys)
             )
         return int(rows) + int(pending) + int(values)
 
@@ -907,12 +908,11 @@ class SqliteSaver(BaseSaver):
         the rows is what they need, with no delta resolved.
         """
         found: set[int] = set()
-        chunks = [None] if ids is None else _chunks(ids)
-        for chunk in chunks:
-            where, params = "thread_key = ?", [thread_key]
+        pieces: Iterable[Sequence[bytes] | None] = [None] if ids is None else chunks(ids)
+        for chunk in pieces:
+            where, params = "thread_key = ?", [thread_key, *(chunk or ())]
             if chunk is not None:
                 where += f" AND checkpoint_id IN ({','.join('?' * len(chunk))})"
-                params += chunk
             for state, moved in conn.execute(
                 f"SELECT state, parent_writes FROM checkpoints WHERE {where}", params
             ):
@@ -1089,7 +1089,7 @@ class SqliteSaver(BaseSaver):
         self.copy_floor = None  # keys freed below the largest: never to be copied under
         self.blob_deletions += 1
         (newest,) = conn.execute("SELECT max(blob_key) FROM blobs").fetchone()
-        for chunk in _chunks(sorted(key for key in keys if key != newest)):
+        for chunk in chunks(sorted(key for key in keys if key != newest)):
             marks = ",".join("?" * len(chunk))
             (size,) = conn.execute(
                 f"SELECT coalesce(sum(length(value)), 0) FROM blobs WHERE blob_key IN ({marks})",
@@ -1248,11 +1248,6 @@ def _in_order(tasks: Pending) -> Iterator[tuple[str, str, str, Any]]:
     for task_id, (path, writes) in sorted(tasks.items(), key=lambda t: (t[1][0], t[0])):
         for _idx, (channel, entry) in sorted(writes.items()):
             yield task_id, path, channel, entry
-
-
-def _chunks(items: Sequence[Any], size: int = 500) -> Iterator[Sequence[Any]]:
-    for start in range(0, len(items), size):
-        yield items[start : start + size]
 
 
 def _filter_clause(n: int, key: str, value: Any) -> str:

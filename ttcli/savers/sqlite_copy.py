@@ -22,6 +22,7 @@ from ttcli.configs import CheckpointRef
 from ttcli.errors import StorageError
 from ttcli.savers import serde
 from ttcli.savers.blobs import entry_refs
+from ttcli.savers.params import chunks
 from ttcli.savers.records import State, pending_refs, state_refs, unpack_parent
 from ttcli.savers.serde import Ref
 
@@ -482,7 +483,7 @@ class _Page:
         return following is None or following[0] >= self.below
 
     def _check_blobs(self) -> None:
-        for chunk in _chunks(self.new_blobs):
+        for chunk in chunks(self.new_blobs):
             stored = _fetch_blobs(self.tconn, [row[0] for row in chunk])
             for key, base, is_record, data in chunk:
                 if stored.get(key) != (base, is_record, data):
@@ -563,13 +564,8 @@ def _fetch_blobs(
     conn: sqlite3.Connection, keys: list[int]
 ) -> dict[int, tuple[int | None, int, bytes]]:
     found: dict[int, tuple[int | None, int, bytes]] = {}
-    for chunk in _chunks(keys):
+    for chunk in chunks(keys):
         marks = ",".join("?" * len(chunk))
         for key, base_key, is_record, data in conn.execute(_BLOBS.format(marks=marks), chunk):
             found[key] = (base_key, is_record, data)
     return found
-
-
-def _chunks(items: list[Any], size: int = 500) -> Iterable[list[Any]]:
-    for start in range(0, len(items), size):
-        yield items[start : start + size]
