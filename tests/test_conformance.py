@@ -7,85 +7,18 @@ histories are compared after normalising what legitimately differs (ids, timesta
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Callable
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-import langgraph.graph as lg
-import langgraph.types as lg_types
 import pytest
-from langgraph.checkpoint.memory import InMemorySaver as LgInMemorySaver
 
-import ttcli
 from tests import graphs
 from tests.conftest import SAVERS
-from ttcli.savers.sqlite import SqliteSaver
-
-TTCLI = SimpleNamespace(
-    name="ttcli",
-    StateGraph=ttcli.StateGraph,
-    START=ttcli.START,
-    END=ttcli.END,
-    Saver=ttcli.InMemorySaver,
-    interrupt=ttcli.interrupt,
-    Command=ttcli.Command,
-    Send=ttcli.Send,
-)
-LANGGRAPH = SimpleNamespace(
-    name="langgraph",
-    StateGraph=lg.StateGraph,
-    START=lg.START,
-    END=lg.END,
-    Saver=LgInMemorySaver,
-    interrupt=lg_types.interrupt,
-    Command=lg_types.Command,
-    Send=lg_types.Send,
-)
+from tests.oracle import LANGGRAPH, cfg, history_of, plain, ttcli_api
 
 Scenario = Callable[[SimpleNamespace], Any]
-
-
-def cfg(thread: str = "t", **configurable: Any) -> dict[str, Any]:
-    return {"configurable": {"thread_id": thread, **configurable}}
-
-
-def normalise(history: list[Any]) -> list[dict[str, Any]]:
-    """Ids become positions in the history; parents point at positions."""
-    position = {snap.config["configurable"]["checkpoint_id"]: i for i, snap in enumerate(history)}
-    rows = []
-    for snap in history:
-        parent = snap.parent_config["configurable"]["checkpoint_id"] if snap.parent_config else None
-        metadata = {k: v for k, v in (snap.metadata or {}).items() if k != "writes"}
-        rows.append(
-            {
-                "values": snap.values,
-                "next": snap.next,
-                "metadata": metadata,
-                "parent": position.get(parent, parent and "outside"),
-                "tasks": [
-                    (t.name, t.path, t.result, t.error, plain(t.interrupts)) for t in snap.tasks
-                ],
-                "interrupts": plain(snap.interrupts),
-            }
-        )
-    return rows
-
-
-def plain(value: Any) -> Any:
-    """Interrupts as their values: their ids are hashes, and LangGraph's hash is another."""
-    if hasattr(value, "value") and hasattr(value, "id"):
-        return ("Interrupt", plain(value.value))
-    if isinstance(value, dict):
-        return {k: plain(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return type(value)(plain(v) for v in value)
-    return value
-
-
-def history_of(app: Any, thread: str = "t", **kwargs: Any) -> list[dict[str, Any]]:
-    return normalise(list(app.get_state_history(cfg(thread), **kwargs)))
 
 
 def linear_run(api: SimpleNamespace) -> Any:
@@ -436,11 +369,4 @@ SCENARIOS: list[Scenario] = [
 @pytest.mark.parametrize("backend", SAVERS)
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=[s.__name__ for s in SCENARIOS])
 def test_same_as_langgraph(scenario: Scenario, backend: str, tmp_path: Path) -> None:
-    files = itertools.count()
-
-    def saver() -> Any:
-        if backend == "memory":
-            return ttcli.InMemorySaver()
-        return SqliteSaver(tmp_path / f"{next(files)}.db")
-
-    assert scenario(SimpleNamespace(**{**vars(TTCLI), "Saver": saver})) == scenario(LANGGRAPH)
+    assert scenario(ttcli_api(backend, tmp_path)) == scenario(LANGGRAPH)

@@ -44,7 +44,7 @@ CASES: list[tuple[str, Callable[[], object], str]] = [
     ),
     (
         "not-callable",
-        lambda: graph_with(lambda g: g.add_node("a", 3)),  # type: ignore[arg-type]
+        lambda: graph_with(lambda g: g.add_node("a", 3)),
         "Node `a` action must be callable",
     ),
     (

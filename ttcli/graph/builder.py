@@ -14,8 +14,20 @@ if TYPE_CHECKING:
     from ttcli.runtime.compiled import CompiledStateGraph
     from ttcli.savers.base import BaseSaver
 
-NodeFunc = Callable[..., Any]
+#: a function, or an object with `invoke`/`ainvoke` (a Runnable, a compiled graph)
+NodeFunc = Any
 PathFunc = Callable[..., Any]
+
+
+def is_node_action(action: Any) -> bool:
+    """What `add_node` accepts: a callable, or an object with `invoke` or `ainvoke`."""
+    return callable(action) or hasattr(action, "invoke") or hasattr(action, "ainvoke")
+
+
+def node_name(action: Any) -> str:
+    """The name `add_node(action)` gives a node: its `name`, its `__name__` or its class's."""
+    name = getattr(action, "name", None) or getattr(action, "__name__", None)
+    return name if isinstance(name, str) else type(action).__name__
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,12 +59,12 @@ class StateGraph:
     def __post_init__(self) -> None:
         self.channels = schema_channels(self.state_schema)
 
-    def add_node(self, node: str | NodeFunc, action: NodeFunc | None = None) -> StateGraph:
+    def add_node(self, node: NodeFunc, action: NodeFunc = None) -> StateGraph:
         """Add a node; `add_node(func)` names it after the function."""
         if action is None:
-            if not callable(node):
+            if not is_node_action(node):
                 raise GraphDefinitionError(f"Node `{node}` needs a function: add_node(name, func)")
-            action, node = node, getattr(node, "__name__", repr(node))
+            action, node = node, node_name(node)
         if not isinstance(node, str):
             raise GraphDefinitionError(f"Node name must be a string, got {node!r}")
         if node in RESERVED_NODES:
@@ -64,8 +76,10 @@ class StateGraph:
                 )
         if node in self.nodes:
             raise GraphDefinitionError(f"Node `{node}` already present.")
-        if not callable(action):
-            raise GraphDefinitionError(f"Node `{node}` action must be callable, got {action!r}")
+        if not is_node_action(action):
+            raise GraphDefinitionError(
+                f"Node `{node}` action must be callable or have invoke/ainvoke, got {action!r}"
+            )
         self.nodes[node] = action
         return self
 
@@ -122,9 +136,7 @@ class StateGraph:
             raise GraphDefinitionError("Sequence requires at least one node.")
         previous: str | None = None
         for item in nodes:
-            name, action = (
-                item if isinstance(item, tuple) else (getattr(item, "__name__", repr(item)), item)
-            )
+            name, action = item if isinstance(item, tuple) else (node_name(item), item)
             self.add_node(name, action)
             if previous is not None:
                 self.add_edge(previous, name)

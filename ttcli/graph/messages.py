@@ -99,7 +99,35 @@ def to_message(value: Any) -> Message:
                 f"Message dict must contain 'role' (or 'type') and 'content' keys, got {value!r}"
             )
         return _make(role, fields)
+    if isinstance(getattr(value, "type", None), str) and hasattr(value, "content"):
+        return _foreign(value)
     raise ValueError(f"Unsupported message type: {type(value).__name__} ({value!r})")
+
+
+# fields another library's message may carry that a ttcli message keeps, when not empty
+_FOREIGN_FIELDS = (
+    "name",
+    "tool_calls",
+    "tool_call_id",
+    "invalid_tool_calls",
+    "additional_kwargs",
+    "response_metadata",
+    "usage_metadata",
+)
+
+
+def _foreign(value: Any) -> Message:
+    """Another library's message object (LangChain's `HumanMessage`, ...) as a ttcli message.
+
+    Read by duck typing (`type`, `content`, `id` and the fields above), never by importing
+    that library; a streamed chunk (`AIMessageChunk`) becomes the message type it is part of.
+    """
+    role = value.type.removesuffix("MessageChunk").lower() or "ai"
+    fields: dict[str, Any] = {"content": value.content, "id": getattr(value, "id", None)}
+    for name in _FOREIGN_FIELDS:
+        if found := getattr(value, name, None):
+            fields[name] = found
+    return _make(role, fields)
 
 
 def rebuild(
@@ -140,8 +168,8 @@ def add_messages(left: Sequence[Any] | Any, right: Sequence[Any] | Any) -> list[
 
     Messages without an id get a fresh uuid4, so every stored message can be addressed later.
     """
-    merged = _messages(left)
-    incoming = _messages(right)
+    merged = coerce_messages(left)
+    incoming = coerce_messages(right)
     for position, message in enumerate(incoming):
         if message.type == "remove" and message.id == REMOVE_ALL_MESSAGES:
             merged = []
@@ -173,7 +201,8 @@ def copy_message(message: Message) -> Message:
     return copied
 
 
-def _messages(value: Sequence[Any] | Any) -> list[Message]:
+def coerce_messages(value: Sequence[Any] | Any) -> list[Message]:
+    """A message, or a list of them, as a list of ttcli messages that all have ids."""
     items = _as_list(value)
     # already messages with ids (a channel's own value)? checked at C speed
     if all(map(isinstance, items, repeat(Message))) and None not in map(

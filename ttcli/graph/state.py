@@ -10,7 +10,7 @@ from typing import Annotated, Any, get_args, get_origin, get_type_hints
 
 from ttcli.errors import GraphDefinitionError, InvalidUpdateError
 from ttcli.graph.channels import Channel, LastValue, ReducerChannel
-from ttcli.graph.messages import add_messages
+from ttcli.graph.messages import add_messages, coerce_messages
 
 
 def schema_channels(schema: type[Any]) -> dict[str, Channel]:
@@ -40,7 +40,7 @@ def _channel_for(key: str, hint: Any) -> Channel:
             reducer = reducers[-1]
             # messages get their ids when written, not when reduced, so a replay or a live
             # view that reduces the same write again sees the same ids
-            normalize = (lambda value: add_messages([], value)) if reducer is add_messages else None
+            normalize = coerce_messages if reducer is add_messages else None
             return ReducerChannel(key, reducer, _default_factory(base), normalize)
     return LastValue(key)
 

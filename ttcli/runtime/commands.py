@@ -10,7 +10,7 @@ import contextvars
 import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar, Generic, TypeVar
 
 from ttcli.savers import serde
 
@@ -33,19 +33,29 @@ class Send:
     arg: Any
 
 
+N = TypeVar("N")
+
+
 @dataclass(frozen=True)
-class Command:
-    """Returned by a node, or given as input: update the state, go to nodes, answer interrupts."""
+class Command(Generic[N]):
+    """Returned by a node, or given as input: update the state, go to nodes, answer interrupts.
+
+    Generic in the node names it may go to, so `-> Command[Literal["a", "b"]]` annotates
+    a node as in LangGraph; `graph=Command.PARENT` sends it to the graph that called this one.
+    """
+
+    PARENT: ClassVar[str] = "__parent__"
 
     graph: str | None = None
     update: Any = None
     resume: Any = None
-    goto: str | Send | Sequence[str | Send] = field(default=())
+    goto: N | str | Send | Sequence[N | str | Send] = field(default=())
 
     def destinations(self) -> list[str | Send]:
-        if isinstance(self.goto, str | Send):
-            return [self.goto]
-        return list(self.goto)
+        goto: Any = self.goto
+        if isinstance(goto, str | Send):
+            return [goto]
+        return list(goto)
 
 
 # stored in channels and pending writes, so the saver may rebuild them

@@ -7,6 +7,7 @@ planned from, so a crash, a failing sibling or an interrupt never costs finished
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from typing import TYPE_CHECKING, Any
@@ -59,6 +60,7 @@ class Run:
         interrupt_before: Sequence[str],
         interrupt_after: Sequence[str],
         modes: Sequence[str] = ("values",),
+        loop: asyncio.AbstractEventLoop | None = None,
     ) -> None:
         self.plan = graph.plan
         self.saver = graph.checkpointer
@@ -67,6 +69,8 @@ class Run:
         self.interrupt_before = tuple(interrupt_before)
         self.interrupt_after = tuple(interrupt_after)
         self.debug = "debug" in modes
+        #: the event loop of an async caller, on which async nodes run
+        self.loop = loop
         #: the interrupts the run stopped at, if it stopped at any
         self.interrupts: list[Interrupt] = []
         #: the writes of a superstep's only task, saved with the checkpoint it leads to
@@ -188,7 +192,7 @@ class Run:
         updated = apply_writes(self.checkpoint, self.channels, [*discarded, start])
         yield from self._put_checkpoint("input", {START: values}, updated)
 
-    def _take_command(self, command: Command, *, save: bool) -> None:
+    def _take_command(self, command: Command[Any], *, save: bool) -> None:
         """Take a Command's update/goto (as null-task writes) and its answers to interrupts."""
         writes = list(read_input(self.plan.schema, command.update, self.plan.state_keys).items())
         writes += self.plan.goto_writes("Command", command.destinations())
@@ -293,12 +297,7 @@ class Run:
         try:
             spec = self.plan.nodes[task.name]
             state = self._task_input(task)
-            if spec.action is None:
-                output = state
-            elif spec.takes_config:
-                output = spec.action(state, config=self.config)
-            else:
-                output = spec.action(state)
+            output = state if spec.call is None else spec.call(state, self.config, self.loop)
             task.output, task.writes = self.plan.node_writes(
                 task.name, output, self.channels, self.config
             )

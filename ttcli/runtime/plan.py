@@ -7,9 +7,7 @@ seen yet. This is LangGraph's Pregel model, which is what makes histories line u
 
 from __future__ import annotations
 
-import functools
-import inspect
-from collections.abc import Callable, Hashable, Mapping
+from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,6 +18,7 @@ from ttcli.graph.channels import BarrierChannel, Channel, EphemeralValue, Topic
 from ttcli.graph.constants import END, START, TASKS, branch_channel, join_channel
 from ttcli.graph.state import build_state, read_input
 from ttcli.runtime.commands import Command, Send
+from ttcli.runtime.nodes import NodeCall, node_call, takes_config
 
 Write = tuple[str, Any]
 
@@ -30,11 +29,11 @@ class NodeSpec:
 
     name: str
     triggers: tuple[str, ...]
-    action: Callable[..., Any] | None
+    #: runs the node to completion: (state, config, event loop of an async caller) -> output
+    call: NodeCall | None
     #: writes made after every run: the node's plain and join edges
     edge_writes: tuple[Write, ...]
     branches: tuple[Branch, ...]
-    takes_config: bool
 
 
 class GraphPlan:
@@ -60,10 +59,9 @@ class GraphPlan:
             self.nodes[name] = NodeSpec(
                 name=name,
                 triggers=(trigger, *joins.get(name, ())),
-                action=action,
+                call=None if action is None else node_call(action),
                 edge_writes=_edge_writes(builder, name),
                 branches=tuple(builder.branches.get(name, {}).values()),
-                takes_config=action is not None and _takes_config(action),
             )
 
     def restore(self, channel_values: Mapping[str, Any]) -> dict[str, Channel]:
@@ -142,7 +140,7 @@ class GraphPlan:
     def _branch_writes(
         self, name: str, branch: Branch, state: Any, config: RunnableConfig
     ) -> list[Write]:
-        result = branch.path(state, config) if _takes_config(branch.path) else branch.path(state)
+        result = branch.path(state, config) if takes_config(branch.path) else branch.path(state)
         picks = result if isinstance(result, list | tuple) else [result]
         destinations = [
             pick if isinstance(pick, Send) else _resolve(name, branch, pick) for pick in picks
@@ -174,24 +172,3 @@ def _edge_writes(builder: StateGraph, name: str) -> tuple[Write, ...]:
         if name in starts
     )
     return tuple(writes)
-
-
-def _takes_config(func: Callable[..., Any]) -> bool:
-    # cached: a branch asks on every step, and inspecting a signature costs more than the step
-    try:
-        return _takes_config_cached(func)
-    except TypeError:  # an unhashable callable
-        return _inspect_takes_config(func)
-
-
-@functools.lru_cache(maxsize=1024)
-def _takes_config_cached(func: Callable[..., Any]) -> bool:
-    return _inspect_takes_config(func)
-
-
-def _inspect_takes_config(func: Callable[..., Any]) -> bool:
-    try:
-        params = inspect.signature(func).parameters
-    except (TypeError, ValueError):
-        return False
-    return "config" in params

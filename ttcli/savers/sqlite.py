@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import builtins
 import json
+import os
 import sqlite3
 import threading
 import uuid
@@ -218,6 +219,8 @@ class SqliteSaver(BaseSaver):
     """
 
     def __init__(self, path: str | Path, *, busy_timeout: float = DEFAULT_BUSY_TIMEOUT) -> None:
+        if not isinstance(path, str | os.PathLike):
+            raise TypeError(f"SqliteSaver takes a database path (str or PathLike), got {path!r}")
         self.path = str(path)
         try:
             self.conn = sqlite3.connect(

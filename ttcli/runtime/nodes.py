@@ -1,0 +1,115 @@
+"""Calling a node: a function (plain or `async def`), or any object with `invoke`/`ainvoke`.
+
+Nodes run in worker threads. An async node's coroutine runs on the caller's event loop under
+`ainvoke`/`astream`, and on a loop of its own under `invoke`/`stream`, so both kinds of node
+run under both APIs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import inspect
+import threading
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+from ttcli.configs import RunnableConfig
+
+T = TypeVar("T")
+
+NodeCall = Callable[[Any, RunnableConfig, "asyncio.AbstractEventLoop | None"], Any]
+
+
+def node_call(action: Any) -> NodeCall:
+    """A function `(state, config, loop) -> output` that runs `action` to completion."""
+    if not inspect.isroutine(action) and (hasattr(action, "invoke") or hasattr(action, "ainvoke")):
+        return functools.partial(_call_object, action)
+    func = action
+    passes_config = takes_config(func)
+
+    def call(state: Any, config: RunnableConfig, loop: asyncio.AbstractEventLoop | None) -> Any:
+        output = func(state, config=config) if passes_config else func(state)
+        return resolve(output, loop)
+
+    return call
+
+
+def _call_object(
+    action: Any, state: Any, config: RunnableConfig, loop: asyncio.AbstractEventLoop | None
+) -> Any:
+    # under the async API an object's own async entry point is the one to use
+    use_async = hasattr(action, "ainvoke") and (loop is not None or not hasattr(action, "invoke"))
+    method = action.ainvoke if use_async else action.invoke
+    output = method(state, config) if _takes_two(method) else method(state)
+    return resolve(output, loop)
+
+
+def resolve(output: Any, loop: asyncio.AbstractEventLoop | None) -> Any:
+    """`output`, or what it gives once awaited if a node handed back an awaitable."""
+    if not inspect.isawaitable(output):
+        return output
+    return run_awaitable(output, loop)
+
+
+def run_awaitable(awaitable: Awaitable[T], loop: asyncio.AbstractEventLoop | None) -> T:
+    """Wait for `awaitable` from a worker thread: on `loop` if given, else on a loop of its own."""
+    if loop is not None:
+        return asyncio.run_coroutine_threadsafe(_wrap(awaitable), loop).result()
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(_wrap(awaitable))
+    # called from inside a running loop (invoke from async code): that loop is busy waiting
+    # for us, so the coroutine runs on a loop in a thread of its own
+    result: list[T] = []
+    errors: list[BaseException] = []
+
+    def target() -> None:
+        try:
+            result.append(asyncio.run(_wrap(awaitable)))
+        except BaseException as exc:  # noqa: BLE001 - handed back to the caller
+            errors.append(exc)
+
+    thread = threading.Thread(target=target, name="ttcli-async-node")
+    thread.start()
+    thread.join()
+    if errors:
+        raise errors[0]
+    return result[0]
+
+
+async def _wrap(awaitable: Awaitable[T]) -> T:
+    return await awaitable
+
+
+def takes_config(func: Callable[..., Any]) -> bool:
+    # cached: a branch asks on every step, and inspecting a signature costs more than the step
+    try:
+        return _takes_config_cached(func)
+    except TypeError:  # an unhashable callable
+        return _inspect_takes_config(func)
+
+
+@functools.lru_cache(maxsize=1024)
+def _takes_config_cached(func: Callable[..., Any]) -> bool:
+    return _inspect_takes_config(func)
+
+
+def _inspect_takes_config(func: Callable[..., Any]) -> bool:
+    try:
+        params = inspect.signature(func).parameters
+    except (TypeError, ValueError):
+        return False
+    return "config" in params
+
+
+def _takes_two(method: Callable[..., Any]) -> bool:
+    """Whether `invoke` takes a config after its input (a Runnable's `invoke(input, config)`)."""
+    try:
+        params = list(inspect.signature(method).parameters.values())
+    except (TypeError, ValueError):
+        return True
+    if any(p.kind is p.VAR_POSITIONAL for p in params):
+        return True
+    return len([p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]) >= 2
