@@ -9,6 +9,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+import langgraph.config as lg_config
 import langgraph.graph as lg
 import langgraph.types as lg_types
 from langgraph.checkpoint.memory import InMemorySaver as LgInMemorySaver
@@ -29,6 +30,7 @@ TTCLI = SimpleNamespace(
     Send=ttcli.Send,
     MessagesState=ttcli.MessagesState,
     add_messages=ttcli.add_messages,
+    get_stream_writer=ttcli.get_stream_writer,
 )
 LANGGRAPH = SimpleNamespace(
     name="langgraph",
@@ -41,6 +43,7 @@ LANGGRAPH = SimpleNamespace(
     Send=lg_types.Send,
     MessagesState=lg.MessagesState,
     add_messages=lg.add_messages,
+    get_stream_writer=lg_config.get_stream_writer,
 )
 
 

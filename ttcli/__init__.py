@@ -28,7 +28,7 @@ if TYPE_CHECKING:
         ToolMessage,
         add_messages,
     )
-    from ttcli.runtime.commands import Command, Interrupt, Send, interrupt
+    from ttcli.runtime.commands import Command, Interrupt, Send, get_stream_writer, interrupt
     from ttcli.runtime.compiled import CompiledStateGraph
     from ttcli.runtime.types import PregelTask, StateSnapshot
     from ttcli.savers.base import BaseSaver, CheckpointTuple
@@ -64,6 +64,7 @@ __all__ = [
     "ToolMessage",
     "TtcliError",
     "add_messages",
+    "get_stream_writer",
     "interrupt",
 ]
 
@@ -86,6 +87,7 @@ _WHERE = {
     "Command": "ttcli.runtime.commands",
     "Interrupt": "ttcli.runtime.commands",
     "Send": "ttcli.runtime.commands",
+    "get_stream_writer": "ttcli.runtime.commands",
     "interrupt": "ttcli.runtime.commands",
     "CompiledStateGraph": "ttcli.runtime.compiled",
     "PregelTask": "ttcli.runtime.types",

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import contextvars
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Generic, TypeVar
 
@@ -78,6 +78,8 @@ class TaskScratchpad:
     task_id: str
     #: answers given so far to this task's interrupts, in order
     resume: list[Any]
+    #: what `get_stream_writer()` hands the node: sends a `custom` stream chunk
+    writer: Callable[[Any], None] = lambda chunk: None
     count: int = 0
 
 
@@ -107,6 +109,17 @@ def interrupt(value: Any) -> Any:
     if index < len(scratchpad.resume):
         return scratchpad.resume[index]
     raise GraphInterrupt(Interrupt(value, interrupt_id(scratchpad.name, scratchpad.task_id, index)))
+
+
+def get_stream_writer() -> Callable[[Any], None]:
+    """Inside a node: a function that sends a chunk to `stream(..., stream_mode="custom")`.
+
+    It does nothing when the caller does not stream `custom` chunks.
+    """
+    try:
+        return _current.get().writer
+    except LookupError:
+        raise RuntimeError("get_stream_writer() can only be called inside a node") from None
 
 
 def run_in_task(scratchpad: TaskScratchpad, func: Any, *args: Any, **kwargs: Any) -> Any:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -19,7 +20,7 @@ from ttcli.savers.base import BaseSaver
 if TYPE_CHECKING:
     from ttcli.graph.builder import StateGraph
 
-STREAM_MODES = ("values", "updates", "debug")
+STREAM_MODES = ("values", "updates", "debug", "custom")
 
 
 class CompiledStateGraph:
@@ -52,12 +53,15 @@ class CompiledStateGraph:
         input: Any,  # noqa: A002 - LangGraph's name
         config: RunnableConfig | None = None,
         *,
-        stream_mode: str | Sequence[str] = "values",
+        stream_mode: str | Sequence[str] = "updates",
         interrupt_before: Sequence[str] | None = None,
         interrupt_after: Sequence[str] | None = None,
+        durability: str | None = None,
     ) -> Iterator[Any]:
         """Run the graph, yielding chunks; with several modes, (mode, chunk) pairs."""
-        run = self._run(input, config, stream_mode, interrupt_before, interrupt_after)
+        run = self._run(
+            input, config, stream_mode, interrupt_before, interrupt_after, durability=durability
+        )
         yield from self._chunks(run, stream_mode)
 
     def invoke(
@@ -68,13 +72,16 @@ class CompiledStateGraph:
         stream_mode: str = "values",
         interrupt_before: Sequence[str] | None = None,
         interrupt_after: Sequence[str] | None = None,
+        durability: str | None = None,
     ) -> Any:
         """Run the graph to the end (or a breakpoint) and return the final state.
 
         A run paused by `interrupt()` returns the state plus `"__interrupt__"`: the
         interrupts it waits on, each answered with `invoke(Command(resume=...), config)`.
         """
-        run = self._run(input, config, stream_mode, interrupt_before, interrupt_after)
+        run = self._run(
+            input, config, stream_mode, interrupt_before, interrupt_after, durability=durability
+        )
         chunks = list(self._chunks(run, stream_mode))
         if stream_mode != "values":
             return chunks
@@ -91,6 +98,9 @@ class CompiledStateGraph:
         stream_mode: str | Sequence[str],
         interrupt_before: Sequence[str] | None,
         interrupt_after: Sequence[str] | None,
+        *,
+        durability: str | None = None,
+        loop: asyncio.AbstractEventLoop | None = None,
     ) -> Run:
         for mode in _modes(stream_mode):
             if mode not in STREAM_MODES:
@@ -108,6 +118,8 @@ class CompiledStateGraph:
             if interrupt_after is None
             else interrupt_after,
             modes=_modes(stream_mode),
+            durability=durability,
+            loop=loop,
         )
 
     @staticmethod

@@ -8,8 +8,8 @@ planned from, so a crash, a failing sibling or an interrupt never costs finished
 from __future__ import annotations
 
 import asyncio
+import queue
 from collections.abc import Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor, as_completed
 from typing import TYPE_CHECKING, Any
 
 from ttcli.configs import CheckpointRef, RunnableConfig
@@ -33,9 +33,11 @@ from ttcli.runtime.algo import (
     prepare_tasks,
     should_interrupt,
 )
-from ttcli.runtime.checkpoints import checkpoint_metadata, new_checkpoint, new_versions, utc_now
+from ttcli.runtime.checkpoints import checkpoint_metadata, new_checkpoint, utc_now
 from ttcli.runtime.commands import Command, GraphInterrupt, Interrupt, TaskScratchpad, run_in_task
+from ttcli.runtime.execute import Chunk, Event, Finished, Outcome, execute
 from ttcli.runtime.pending import TaskRecord, answers, null_writes, records
+from ttcli.runtime.recorder import Recorder
 from ttcli.runtime.snapshots import snapshot_of
 from ttcli.savers.base import PendingWrite
 
@@ -43,9 +45,6 @@ if TYPE_CHECKING:
     from ttcli.runtime.compiled import CompiledStateGraph
 
 DEFAULT_RECURSION_LIMIT = 10007  # LangGraph 1.2's default
-
-Chunk = tuple[str, Any]
-Outcome = BaseException | None  # what running a task raised: an error, a GraphInterrupt, or None
 
 
 class Run:
@@ -61,14 +60,21 @@ class Run:
         interrupt_after: Sequence[str],
         modes: Sequence[str] = ("values",),
         loop: asyncio.AbstractEventLoop | None = None,
+        durability: str | None = None,
     ) -> None:
         self.plan = graph.plan
         self.saver = graph.checkpointer
+        self.recorder = Recorder(self.saver, durability)
         self.input = input
         self.config: RunnableConfig = dict(config or {})
         self.interrupt_before = tuple(interrupt_before)
         self.interrupt_after = tuple(interrupt_after)
         self.debug = "debug" in modes
+        self.modes = tuple(modes)
+        #: chunks nodes write as they run, when the caller streams them
+        self.chunks: queue.SimpleQueue[Chunk] | None = (
+            queue.SimpleQueue() if {"custom", "messages"} & set(modes) else None
+        )
         #: the event loop of an async caller, on which async nodes run
         self.loop = loop
         #: the interrupts the run stopped at, if it stopped at any
@@ -95,6 +101,7 @@ class Run:
             yield from self._steps()
         finally:  # stopped early, or failed: a finished task's writes are kept all the same
             self._flush()
+            self.recorder.finish()
 
     def _steps(self) -> Iterator[Chunk]:
         self._load()
@@ -136,7 +143,7 @@ class Run:
         self.metadata: dict[str, Any] = saved.metadata if saved else {"step": -2}
         self.pending: list[PendingWrite] = list(saved.pending_writes or []) if saved else []
         self.parent = self.ref.at(saved.checkpoint["id"] if saved else None)
-        self.stored_versions = dict(self.checkpoint["channel_versions"])
+        self.recorder.loaded(self.checkpoint["channel_versions"])
         self.channels = self.plan.restore(self.checkpoint["channel_values"])
         self.step = int(self.metadata["step"]) + 1
         self.stop = self.step + self.limit + 1
@@ -233,7 +240,11 @@ class Run:
             }
             yield "debug", self._debug("task", payload)
         errors: dict[str, BaseException] = {}
-        for task, outcome in self._execute(to_run, found):
+        for event in self._execute(to_run, found):
+            if not isinstance(event, Finished):  # a chunk a node wrote while it ran
+                yield event
+                continue
+            task, outcome = event
             if isinstance(outcome, GraphInterrupt):
                 self._save_writes(task.id, task.path_text, [(INTERRUPT, [outcome.interrupt])])
                 self.interrupts.append(outcome.interrupt)
@@ -273,24 +284,19 @@ class Run:
             "interrupts": [outcome.interrupt] if isinstance(outcome, GraphInterrupt) else [],
         }
 
-    def _execute(
-        self, tasks: list[Task], found: dict[str, TaskRecord]
-    ) -> Iterator[tuple[Task, Outcome]]:
+    def _execute(self, tasks: list[Task], found: dict[str, TaskRecord]) -> Iterator[Event]:
         def call(task: Task) -> Outcome:
             record = found.get(task.id)
             resume = list(record.resume) if record is not None else []
-            outcome: Outcome = run_in_task(
-                TaskScratchpad(task.name, task.id, resume), self._call, task
-            )
+            scratchpad = TaskScratchpad(task.name, task.id, resume, writer=self._writer)
+            outcome: Outcome = run_in_task(scratchpad, self._call, task)
             return outcome
 
-        if len(tasks) <= 1:
-            yield from ((task, call(task)) for task in tasks)
-            return
-        with ThreadPoolExecutor(max_workers=len(tasks), thread_name_prefix="ttcli-task") as pool:
-            futures = {pool.submit(call, task): task for task in tasks}
-            for future in as_completed(futures):
-                yield futures[future], future.result()
+        return execute(tasks, call, self.chunks)
+
+    def _writer(self, chunk: Any) -> None:
+        if self.chunks is not None and "custom" in self.modes:
+            self.chunks.put(("custom", chunk))
 
     def _call(self, task: Task) -> Outcome:
         """Run one node; its writes land on the task. Returns what it raised, if anything."""
@@ -313,8 +319,7 @@ class Run:
         return build_state(self.plan.schema, self.plan.values(self.channels))
 
     def _save_writes(self, task_id: str, task_path: str, writes: list[tuple[str, Any]]) -> None:
-        if self.saver is not None:
-            self.saver.put_writes(self.parent.to_config(), writes, task_id, task_path)
+        self.recorder.put_writes(self.parent, (task_id, task_path, writes))
 
     def _flush(self) -> None:
         """Save the writes of a superstep's only task, held back to go with its checkpoint."""
@@ -328,15 +333,9 @@ class Run:
         checkpoint = new_checkpoint(self.checkpoint, self.channels, self.step, updated)
         metadata = checkpoint_metadata(self.config, source, self.step, writes)
         parent_config = self.parent.to_config() if self.parent.checkpoint_id else None
-        if self.saver is not None:
-            changed = new_versions(self.stored_versions, checkpoint["channel_versions"])
-            with self.saver.batch():
-                if self.deferred is not None:
-                    self._save_writes(*self.deferred)
-                self.saver.put(self.parent.to_config(), checkpoint, metadata, changed)
-            self.deferred = None  # committed; had the batch failed, they are saved alone
+        self.recorder.put(self.parent, checkpoint, metadata, self.deferred)
+        self.deferred = None  # committed; had the batch failed, they are saved alone
         self.checkpoint, self.metadata, self.pending = checkpoint, metadata, []
-        self.stored_versions = dict(checkpoint["channel_versions"])
         self.parent = self.ref.at(checkpoint["id"])
         self.step += 1
         if self.debug:

@@ -15,6 +15,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 from ttcli.configs import RunnableConfig
+from ttcli.runtime.commands import get_stream_writer
 
 T = TypeVar("T")
 
@@ -25,12 +26,16 @@ def node_call(action: Any) -> NodeCall:
     """A function `(state, config, loop) -> output` that runs `action` to completion."""
     if not inspect.isroutine(action) and (hasattr(action, "invoke") or hasattr(action, "ainvoke")):
         return functools.partial(_call_object, action)
-    func = action
-    passes_config = takes_config(func)
+    names = parameter_names(action)
 
     def call(state: Any, config: RunnableConfig, loop: asyncio.AbstractEventLoop | None) -> Any:
-        output = func(state, config=config) if passes_config else func(state)
-        return resolve(output, loop)
+        # LangGraph's injected keywords, for the nodes that ask for them by name
+        extra: dict[str, Any] = {}
+        if "config" in names:
+            extra["config"] = config
+        if "writer" in names:
+            extra["writer"] = get_stream_writer()
+        return resolve(action(state, **extra), loop)
 
     return call
 
@@ -86,22 +91,21 @@ async def _wrap(awaitable: Awaitable[T]) -> T:
 def takes_config(func: Callable[..., Any]) -> bool:
     # cached: a branch asks on every step, and inspecting a signature costs more than the step
     try:
-        return _takes_config_cached(func)
+        return "config" in _parameter_names_cached(func)
     except TypeError:  # an unhashable callable
-        return _inspect_takes_config(func)
+        return "config" in parameter_names(func)
 
 
 @functools.lru_cache(maxsize=1024)
-def _takes_config_cached(func: Callable[..., Any]) -> bool:
-    return _inspect_takes_config(func)
+def _parameter_names_cached(func: Callable[..., Any]) -> frozenset[str]:
+    return parameter_names(func)
 
 
-def _inspect_takes_config(func: Callable[..., Any]) -> bool:
+def parameter_names(func: Callable[..., Any]) -> frozenset[str]:
     try:
-        params = inspect.signature(func).parameters
+        return frozenset(inspect.signature(func).parameters)
     except (TypeError, ValueError):
-        return False
-    return "config" in params
+        return frozenset()
 
 
 def _takes_two(method: Callable[..., Any]) -> bool:

@@ -1,0 +1,137 @@
+"""Stream modes and durability, on LangGraph and on ttcli: the default mode, `custom` chunks
+from `get_stream_writer()`, several modes at once, and `durability="sync"|"async"|"exit"`."""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Annotated, Any, TypedDict
+
+import pytest
+
+from tests import graphs
+from tests.conftest import SAVERS
+from tests.oracle import LANGGRAPH, TTCLI, cfg, history_of, plain, ttcli_api
+
+Scenario = Callable[[SimpleNamespace], Any]
+# the name LangGraph looks for, under `from __future__ import annotations`, to pass `writer`
+StreamWriter = Callable[[Any], None]
+
+
+class LogState(TypedDict):
+    log: Annotated[list[str], operator.add]
+
+
+def talkative(api: SimpleNamespace) -> Any:
+    """START -> think (writes chunks, then asks) -> say (a `writer` parameter) -> END."""
+
+    def think(state: LogState) -> dict[str, Any]:
+        write = api.get_stream_writer()
+        write({"progress": "thinking"})
+        answer = api.interrupt("go on?")
+        write({"progress": f"answered {answer}"})
+        return {"log": [f"think:{answer}"]}
+
+    def say(state: LogState, writer: StreamWriter) -> dict[str, Any]:
+        writer("said")
+        return {"log": ["say"]}
+
+    builder = api.StateGraph(LogState)
+    builder.add_node("think", think)
+    builder.add_node("say", say)
+    builder.add_edge(api.START, "think")
+    builder.add_edge("think", "say")
+    return builder
+
+
+def default_mode(api: SimpleNamespace) -> Any:
+    app = graphs.linear(api).compile(checkpointer=api.Saver())
+    return list(app.stream({"x": 1, "log": []}, cfg()))
+
+
+def custom_chunks(api: SimpleNamespace) -> Any:
+    app = talkative(api).compile(checkpointer=api.Saver())
+    first = plain(list(app.stream({"log": []}, cfg(), stream_mode="custom")))
+    resumed = list(app.stream(api.Command(resume="yes"), cfg(), stream_mode="custom"))
+    quiet = plain(app.invoke({"log": []}, cfg("q")))
+    return first, resumed, quiet, history_of(app)
+
+
+def several_modes(api: SimpleNamespace) -> Any:
+    app = talkative(api).compile(checkpointer=api.Saver())
+    modes = ["updates", "custom", "values"]
+    first = plain(list(app.stream({"log": []}, cfg(), stream_mode=modes)))
+    resumed = plain(list(app.stream(api.Command(resume="ok"), cfg(), stream_mode=modes)))
+    fan = graphs.fan_out(api).compile(checkpointer=api.Saver())
+    parallel = sorted(map(repr, fan.stream({"log": []}, cfg("f"), stream_mode=modes)))
+    return first, resumed, parallel
+
+
+def durability_sync_and_async(api: SimpleNamespace) -> Any:
+    runs = []
+    for durability in ("sync", "async"):
+        app = graphs.linear(api).compile(checkpointer=api.Saver())
+        result = app.invoke({"x": 1, "log": []}, cfg(), durability=durability)
+        streamed = list(app.stream({"x": 2}, cfg(), durability=durability))
+        runs.append((result, streamed, history_of(app)))
+    return runs
+
+
+def durability_exit(api: SimpleNamespace) -> Any:
+    app = graphs.linear(api).compile(checkpointer=api.Saver())
+    first = app.invoke({"x": 1, "log": []}, cfg(), durability="exit")
+    second = list(app.stream({"x": 2}, cfg(), durability="exit"))
+    return first, second, history_of(app)
+
+
+def durability_exit_paused_and_failed(api: SimpleNamespace) -> Any:
+    app = graphs.review(api).compile(checkpointer=api.Saver())
+    paused = plain(app.invoke({"plan": "", "log": []}, cfg(), durability="exit"))
+    paused_history = history_of(app)
+    done = app.invoke(api.Command(resume="yes"), cfg(), durability="exit")
+    failing = graphs.fan_out(api, fail={"c"}).compile(checkpointer=api.Saver())
+    with pytest.raises(ValueError, match="boom in c"):
+        failing.invoke({"log": []}, cfg("f"), durability="exit")
+    failed_history = history_of(failing, "f")
+    recovered = failing.invoke(None, cfg("f"), durability="exit")
+    return (
+        paused,
+        paused_history,
+        done,
+        history_of(app),
+        failed_history,
+        recovered,
+        history_of(failing, "f"),
+    )
+
+
+SCENARIOS: list[Scenario] = [
+    default_mode,
+    custom_chunks,
+    several_modes,
+    durability_sync_and_async,
+    durability_exit,
+    durability_exit_paused_and_failed,
+]
+
+
+@pytest.mark.parametrize("backend", SAVERS)
+@pytest.mark.parametrize("scenario", SCENARIOS, ids=[s.__name__ for s in SCENARIOS])
+def test_same_as_langgraph(scenario: Scenario, backend: str, tmp_path: Path) -> None:
+    assert scenario(ttcli_api(backend, tmp_path)) == scenario(LANGGRAPH)
+
+
+def test_get_stream_writer_outside_a_node_is_an_error() -> None:
+    import ttcli
+
+    with pytest.raises(RuntimeError, match="inside a node"):
+        ttcli.get_stream_writer()
+
+
+def test_unknown_durability_is_refused() -> None:
+    app = graphs.linear(TTCLI).compile()
+    refused = "Unknown durability 'never'; use one of sync, async, exit"
+    with pytest.raises(ValueError, match=refused):
+        app.invoke({"x": 1, "log": []}, durability="never")

@@ -1,0 +1,75 @@
+"""Running a superstep's tasks: in the run's thread, or on worker threads.
+
+Parallel tasks run on worker threads. When the caller streams what nodes write as they run
+(`custom`, `messages`), every task runs on a worker and the run's thread passes their chunks
+on as they arrive, so a chunk is seen while its node is still running.
+"""
+
+from __future__ import annotations
+
+import queue
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from typing import Any, NamedTuple
+
+from ttcli.runtime.algo import Task
+
+#: what running a task raised: an error, a GraphInterrupt, or None
+Outcome = BaseException | None
+#: a stream chunk: (mode, payload)
+Chunk = tuple[str, Any]
+
+
+class Finished(NamedTuple):
+    """A task that finished running, and what it raised."""
+
+    task: Task
+    outcome: Outcome
+
+
+#: a finished task, or a chunk a node wrote while it was running
+Event = Finished | Chunk
+
+_DONE = "__done__"
+
+
+def execute(
+    tasks: list[Task],
+    call: Callable[[Task], Outcome],
+    chunks: queue.SimpleQueue[tuple[str, Any]] | None,
+) -> Iterator[Event]:
+    """Run `tasks` with `call`, yielding each as it finishes; with a `chunks` queue (that the
+    nodes' stream writers fill), also yield those chunks as they come."""
+    if chunks is None and len(tasks) <= 1:
+        yield from (Finished(task, call(task)) for task in tasks)
+        return
+    with ThreadPoolExecutor(
+        max_workers=max(len(tasks), 1), thread_name_prefix="ttcli-task"
+    ) as pool:
+        if chunks is None:
+            futures = {pool.submit(call, task): task for task in tasks}
+            for future in as_completed(futures):
+                yield Finished(futures[future], future.result())
+            return
+        for task in tasks:
+            pool.submit(_report, call, task, chunks)
+        left = len(tasks)
+        while left:
+            mode, payload = chunks.get()
+            if mode == _DONE:
+                left -= 1
+                yield payload
+            else:
+                yield mode, payload
+
+
+def _report(
+    call: Callable[[Task], Outcome], task: Task, chunks: queue.SimpleQueue[tuple[str, Any]]
+) -> None:
+    outcome: Outcome = None
+    try:
+        outcome = call(task)
+    except BaseException as exc:  # noqa: BLE001 - the run's thread raises it
+        outcome = exc
+    finally:
+        chunks.put((_DONE, Finished(task, outcome)))
