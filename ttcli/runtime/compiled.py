@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
 from ttcli.configs import RunnableConfig
 from ttcli.errors import ConfigError
 from ttcli.graph.constants import INTERRUPT
 from ttcli.graph.state import schema_types
 from ttcli.runtime import history, update
+from ttcli.runtime.aio import in_thread
 from ttcli.runtime.loop import Run
 from ttcli.runtime.plan import GraphPlan
 from ttcli.runtime.types import StateSnapshot
@@ -21,6 +22,15 @@ if TYPE_CHECKING:
     from ttcli.graph.builder import StateGraph
 
 STREAM_MODES = ("values", "updates", "debug", "custom")
+
+
+class RunOptions(TypedDict, total=False):
+    """The keyword options of invoke/stream (and their async twins) besides `stream_mode`."""
+
+    interrupt_before: Sequence[str] | None
+    interrupt_after: Sequence[str] | None
+    #: "sync", "async" (the default) or "exit": see runtime/recorder.py
+    durability: str | None
 
 
 class CompiledStateGraph:
@@ -54,15 +64,25 @@ class CompiledStateGraph:
         config: RunnableConfig | None = None,
         *,
         stream_mode: str | Sequence[str] = "updates",
-        interrupt_before: Sequence[str] | None = None,
-        interrupt_after: Sequence[str] | None = None,
-        durability: str | None = None,
+        **options: Unpack[RunOptions],
     ) -> Iterator[Any]:
         """Run the graph, yielding chunks; with several modes, (mode, chunk) pairs."""
-        run = self._run(
-            input, config, stream_mode, interrupt_before, interrupt_after, durability=durability
-        )
+        run = self._run(input, config, stream_mode, options)
         yield from self._chunks(run, stream_mode)
+
+    async def astream(
+        self,
+        input: Any,  # noqa: A002
+        config: RunnableConfig | None = None,
+        *,
+        stream_mode: str | Sequence[str] = "updates",
+        **options: Unpack[RunOptions],
+    ) -> AsyncIterator[Any]:
+        """`stream` for async callers: async nodes run on the caller's event loop, and the
+        saver's work on worker threads, so the loop is never blocked by either."""
+        run = self._run(input, config, stream_mode, options, loop=asyncio.get_running_loop())
+        async for chunk in in_thread(self._chunks(run, stream_mode)):
+            yield chunk
 
     def invoke(
         self,
@@ -70,36 +90,35 @@ class CompiledStateGraph:
         config: RunnableConfig | None = None,
         *,
         stream_mode: str = "values",
-        interrupt_before: Sequence[str] | None = None,
-        interrupt_after: Sequence[str] | None = None,
-        durability: str | None = None,
+        **options: Unpack[RunOptions],
     ) -> Any:
         """Run the graph to the end (or a breakpoint) and return the final state.
 
         A run paused by `interrupt()` returns the state plus `"__interrupt__"`: the
         interrupts it waits on, each answered with `invoke(Command(resume=...), config)`.
         """
-        run = self._run(
-            input, config, stream_mode, interrupt_before, interrupt_after, durability=durability
-        )
-        chunks = list(self._chunks(run, stream_mode))
-        if stream_mode != "values":
-            return chunks
-        if not chunks:
-            return None
-        if run.interrupts:
-            return {**chunks[-1], INTERRUPT: list(run.interrupts)}
-        return chunks[-1]
+        run = self._run(input, config, stream_mode, options)
+        return _outcome(run, stream_mode, list(self._chunks(run, stream_mode)))
+
+    async def ainvoke(
+        self,
+        input: Any,  # noqa: A002
+        config: RunnableConfig | None = None,
+        *,
+        stream_mode: str = "values",
+        **options: Unpack[RunOptions],
+    ) -> Any:
+        """`invoke` for async callers (see `astream`)."""
+        run = self._run(input, config, stream_mode, options, loop=asyncio.get_running_loop())
+        chunks = [chunk async for chunk in in_thread(self._chunks(run, stream_mode))]
+        return _outcome(run, stream_mode, chunks)
 
     def _run(
         self,
         input: Any,  # noqa: A002
         config: RunnableConfig | None,
         stream_mode: str | Sequence[str],
-        interrupt_before: Sequence[str] | None,
-        interrupt_after: Sequence[str] | None,
-        *,
-        durability: str | None = None,
+        options: RunOptions,
         loop: asyncio.AbstractEventLoop | None = None,
     ) -> Run:
         for mode in _modes(stream_mode):
@@ -107,18 +126,15 @@ class CompiledStateGraph:
                 raise ConfigError(
                     f"Unknown stream_mode {mode!r}; use one of {', '.join(STREAM_MODES)}"
                 )
+        before, after = options.get("interrupt_before"), options.get("interrupt_after")
         return Run(
             self,
             input,
             config,
-            interrupt_before=self.interrupt_before_nodes
-            if interrupt_before is None
-            else interrupt_before,
-            interrupt_after=self.interrupt_after_nodes
-            if interrupt_after is None
-            else interrupt_after,
+            interrupt_before=self.interrupt_before_nodes if before is None else before,
+            interrupt_after=self.interrupt_after_nodes if after is None else after,
             modes=_modes(stream_mode),
-            durability=durability,
+            durability=options.get("durability"),
             loop=loop,
         )
 
@@ -149,10 +165,41 @@ class CompiledStateGraph:
     ) -> RunnableConfig:
         return update.update_state(self.plan, self._saver(), config, values, as_node)
 
+    async def aget_state(self, config: RunnableConfig) -> StateSnapshot:
+        return await asyncio.to_thread(self.get_state, config)
+
+    async def aget_state_history(
+        self,
+        config: RunnableConfig,
+        *,
+        filter: Mapping[str, Any] | None = None,  # noqa: A002
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> AsyncIterator[StateSnapshot]:
+        snapshots = self.get_state_history(config, filter=filter, before=before, limit=limit)
+        async for snapshot in in_thread(snapshots):
+            yield snapshot
+
+    async def aupdate_state(
+        self, config: RunnableConfig, values: Any, as_node: str | None = None
+    ) -> RunnableConfig:
+        return await asyncio.to_thread(self.update_state, config, values, as_node)
+
     def _saver(self) -> BaseSaver:
         if self.checkpointer is None:
             raise ConfigError("No checkpointer set")
         return self.checkpointer
+
+
+def _outcome(run: Run, stream_mode: str, chunks: list[Any]) -> Any:
+    """What invoke returns: the last state (with the interrupts it waits on), or the chunks."""
+    if stream_mode != "values":
+        return chunks
+    if not chunks:
+        return None
+    if run.interrupts:
+        return {**chunks[-1], INTERRUPT: list(run.interrupts)}
+    return chunks[-1]
 
 
 def _modes(stream_mode: str | Sequence[str]) -> tuple[str, ...]:

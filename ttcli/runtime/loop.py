@@ -305,7 +305,7 @@ class Run:
             state = self._task_input(task)
             output = state if spec.call is None else spec.call(state, self.config, self.loop)
             task.output, task.writes = self.plan.node_writes(
-                task.name, output, self.channels, self.config
+                task.name, output, self.channels, self.config, self.loop
             )
         except Exception as exc:  # the node's failure or interrupt belongs to the caller
             return exc

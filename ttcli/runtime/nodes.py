@@ -8,6 +8,7 @@ run under both APIs.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import functools
 import inspect
 import threading
@@ -66,13 +67,14 @@ def run_awaitable(awaitable: Awaitable[T], loop: asyncio.AbstractEventLoop | Non
     except RuntimeError:
         return asyncio.run(_wrap(awaitable))
     # called from inside a running loop (invoke from async code): that loop is busy waiting
-    # for us, so the coroutine runs on a loop in a thread of its own
+    # for us, so the coroutine runs on a loop in a thread of its own (in this task's context)
     result: list[T] = []
     errors: list[BaseException] = []
+    context = contextvars.copy_context()
 
     def target() -> None:
         try:
-            result.append(asyncio.run(_wrap(awaitable)))
+            result.append(context.run(asyncio.run, _wrap(awaitable)))
         except BaseException as exc:  # noqa: BLE001 - handed back to the caller
             errors.append(exc)
 

@@ -7,6 +7,7 @@ seen yet. This is LangGraph's Pregel model, which is what makes histories line u
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -18,7 +19,7 @@ from ttcli.graph.channels import BarrierChannel, Channel, EphemeralValue, Topic
 from ttcli.graph.constants import END, START, TASKS, branch_channel, join_channel
 from ttcli.graph.state import build_state, read_input
 from ttcli.runtime.commands import Command, Send
-from ttcli.runtime.nodes import NodeCall, node_call, takes_config
+from ttcli.runtime.nodes import NodeCall, node_call, resolve, takes_config
 
 Write = tuple[str, Any]
 
@@ -83,6 +84,7 @@ class GraphPlan:
         output: Any,
         channels: Mapping[str, Channel],
         config: RunnableConfig,
+        loop: asyncio.AbstractEventLoop | None = None,
     ) -> tuple[dict[str, Any] | None, list[Write]]:
         """What node `name` writes when it returns `output`.
 
@@ -108,7 +110,7 @@ class GraphPlan:
         if spec.branches:
             state = self._fresh_state(channels, updates)
             for branch in spec.branches:
-                writes.extend(self._branch_writes(name, branch, state, config))
+                writes.extend(self._branch_writes(name, branch, state, config, loop))
         return (None if output is None else updates), writes
 
     def goto_writes(self, who: str, destinations: list[str | Send]) -> list[Write]:
@@ -138,9 +140,15 @@ class GraphPlan:
         return build_state(self.schema, self.values(local))
 
     def _branch_writes(
-        self, name: str, branch: Branch, state: Any, config: RunnableConfig
+        self,
+        name: str,
+        branch: Branch,
+        state: Any,
+        config: RunnableConfig,
+        loop: asyncio.AbstractEventLoop | None,
     ) -> list[Write]:
-        result = branch.path(state, config) if takes_config(branch.path) else branch.path(state)
+        path = branch.path
+        result = resolve(path(state, config) if takes_config(path) else path(state), loop)
         picks = result if isinstance(result, list | tuple) else [result]
         destinations = [
             pick if isinstance(pick, Send) else _resolve(name, branch, pick) for pick in picks

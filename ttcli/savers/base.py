@@ -8,11 +8,12 @@ checkpointer directly ports by changing imports.
 
 from __future__ import annotations
 
+import asyncio
 import bisect
 import builtins
 import re
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from typing import Any, NamedTuple, TypedDict
 
@@ -277,6 +278,47 @@ class BaseSaver(ABC):
     @staticmethod
     def ref(config: RunnableConfig) -> CheckpointRef:
         return CheckpointRef.from_config(config)
+
+    # The async API, as LangGraph names it: each runs the sync method on a worker thread, so
+    # an event loop is never blocked by storage. A natively async backend overrides them.
+
+    async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        return await asyncio.to_thread(self.get_tuple, config)
+
+    async def alist(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: Mapping[str, Any] | None = None,  # noqa: A002
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> AsyncIterator[CheckpointTuple]:
+        def page() -> builtins.list[CheckpointTuple]:
+            return builtins.list(self.list(config, filter=filter, before=before, limit=limit))
+
+        for found in await asyncio.to_thread(page):
+            yield found
+
+    async def aput(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: Mapping[str, Any],
+        new_versions: Mapping[str, int],
+    ) -> RunnableConfig:
+        return await asyncio.to_thread(self.put, config, checkpoint, metadata, new_versions)
+
+    async def aput_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        await asyncio.to_thread(self.put_writes, config, writes, task_id, task_path)
+
+    async def adelete_thread(self, thread_id: str) -> None:
+        await asyncio.to_thread(self.delete_thread, thread_id)
 
 
 #: Fixed indices of special write channels, as LangGraph numbers them.
