@@ -63,11 +63,21 @@ serde.register(Interrupt, Send)
 
 
 class GraphInterrupt(Exception):  # noqa: N818 - LangGraph's name
-    """Raised inside a node by `interrupt()`: the run pauses; not an error."""
+    """Raised inside a node by `interrupt()` (or by a subgraph that paused): the run pauses;
+    not an error."""
 
-    def __init__(self, interrupt: Interrupt) -> None:
-        super().__init__(interrupt)
-        self.interrupt = interrupt
+    def __init__(self, interrupts: Sequence[Interrupt]) -> None:
+        super().__init__(interrupts)
+        self.interrupts = tuple(interrupts)
+
+
+class ParentCommand(Exception):  # noqa: N818 - LangGraph's name
+    """Raised for a node of a subgraph that returned `Command(graph=Command.PARENT, ...)`: the
+    graph that called the subgraph takes the command as its node's result."""
+
+    def __init__(self, command: Command[Any]) -> None:
+        super().__init__(command)
+        self.command = command
 
 
 @dataclass
@@ -108,7 +118,9 @@ def interrupt(value: Any) -> Any:
     scratchpad.count += 1
     if index < len(scratchpad.resume):
         return scratchpad.resume[index]
-    raise GraphInterrupt(Interrupt(value, interrupt_id(scratchpad.name, scratchpad.task_id, index)))
+    raise GraphInterrupt(
+        [Interrupt(value, interrupt_id(scratchpad.name, scratchpad.task_id, index))]
+    )
 
 
 def get_stream_writer() -> Callable[[Any], None]:

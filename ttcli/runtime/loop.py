@@ -25,6 +25,7 @@ from ttcli.graph.constants import (
     START,
 )
 from ttcli.graph.state import build_state, read_input
+from ttcli.runtime import debug
 from ttcli.runtime.algo import (
     Task,
     apply_writes,
@@ -33,12 +34,11 @@ from ttcli.runtime.algo import (
     prepare_tasks,
     should_interrupt,
 )
-from ttcli.runtime.checkpoints import checkpoint_metadata, new_checkpoint, utc_now
+from ttcli.runtime.checkpoints import checkpoint_metadata, new_checkpoint
 from ttcli.runtime.commands import Command, GraphInterrupt, Interrupt, TaskScratchpad, run_in_task
 from ttcli.runtime.execute import Chunk, Event, Finished, Outcome, execute
 from ttcli.runtime.pending import TaskRecord, answers, null_writes, records
 from ttcli.runtime.recorder import Recorder
-from ttcli.runtime.snapshots import snapshot_of
 from ttcli.savers.base import PendingWrite
 
 if TYPE_CHECKING:
@@ -232,13 +232,7 @@ class Run:
         # the START task is plumbing: LangGraph hides it from debug events, and so do we
         shown = [task for task in to_run if task.name != START] if self.debug else []
         for task in shown:
-            payload = {
-                "id": task.id,
-                "name": task.name,
-                "input": self._task_input(task),
-                "triggers": task.triggers,
-            }
-            yield "debug", self._debug("task", payload)
+            yield "debug", debug.task_event(task, self._task_input(task), self.step)
         errors: dict[str, BaseException] = {}
         for event in self._execute(to_run, found):
             if not isinstance(event, Finished):  # a chunk a node wrote while it ran
@@ -246,9 +240,10 @@ class Run:
                 continue
             task, outcome = event
             if isinstance(outcome, GraphInterrupt):
-                self._save_writes(task.id, task.path_text, [(INTERRUPT, [outcome.interrupt])])
-                self.interrupts.append(outcome.interrupt)
-                yield "updates", {INTERRUPT: (outcome.interrupt,)}
+                raised = list(outcome.interrupts)
+                self._save_writes(task.id, task.path_text, [(INTERRUPT, raised)])
+                self.interrupts += raised
+                yield "updates", {INTERRUPT: tuple(raised)}
             elif outcome is not None:
                 errors[task.id] = outcome
                 self._save_writes(task.id, task.path_text, [(ERROR, repr(outcome))])
@@ -261,7 +256,7 @@ class Run:
                 if task.name != START:
                     yield "updates", {task.name: task.output}
             if task in shown:
-                yield "debug", self._debug("task_result", self._result(task, outcome))
+                yield "debug", debug.result_event(self.plan, task, outcome, self.step)
         for task in tasks:
             if task.id in errors:
                 raise errors[task.id]
@@ -273,16 +268,6 @@ class Run:
             values = self.plan.values(channels)
             for interrupt in self.interrupts:
                 yield "values", {**values, INTERRUPT: (interrupt,)}
-
-    def _result(self, task: Task, outcome: Outcome) -> dict[str, Any]:
-        interrupted = isinstance(outcome, GraphInterrupt)
-        return {
-            "id": task.id,
-            "name": task.name,
-            "error": repr(outcome) if outcome is not None and not interrupted else None,
-            "result": {k: v for k, v in task.writes if k in self.plan.state_keys},
-            "interrupts": [outcome.interrupt] if isinstance(outcome, GraphInterrupt) else [],
-        }
 
     def _execute(self, tasks: list[Task], found: dict[str, TaskRecord]) -> Iterator[Event]:
         def call(task: Task) -> Outcome:
@@ -339,26 +324,9 @@ class Run:
         self.parent = self.ref.at(checkpoint["id"])
         self.step += 1
         if self.debug:
-            snapshot = snapshot_of(
-                self.plan, self.parent.to_config(), checkpoint, metadata, parent_config, []
+            yield (
+                "debug",
+                debug.checkpoint_event(
+                    self.plan, self.parent.to_config(), checkpoint, metadata, parent_config
+                ),
             )
-            payload = {
-                "config": snapshot.config,
-                "parent_config": parent_config,
-                "values": snapshot.values,
-                "metadata": metadata,
-                "next": list(snapshot.next),
-                "tasks": [
-                    {"id": t.id, "name": t.name, "interrupts": (), "state": None}
-                    for t in snapshot.tasks
-                ],
-            }
-            yield "debug", self._debug("checkpoint", payload, step=metadata["step"])
-
-    def _debug(self, kind: str, payload: dict[str, Any], step: int | None = None) -> dict[str, Any]:
-        return {
-            "step": self.step if step is None else step,
-            "timestamp": utc_now(),
-            "type": kind,
-            "payload": payload,
-        }
