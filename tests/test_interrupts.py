@@ -86,7 +86,7 @@ def test_commands_and_sends_to_unknown_nodes_fail_clearly() -> None:
     ):
         builder.compile().invoke({"log": []})
     builder = StateGraph(graphs.LogState)
-    builder.add_node("a", lambda state: Command(graph="PARENT"))
+    builder.add_node("a", lambda state: Command(graph=Command.PARENT))
     builder.add_edge(START, "a")
     with pytest.raises(InvalidUpdateError, match="no parent graph"):
         builder.compile().invoke({"log": []})

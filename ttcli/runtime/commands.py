@@ -10,9 +10,12 @@ import contextvars
 import hashlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 from ttcli.savers import serde
+
+if TYPE_CHECKING:
+    from ttcli.runtime.subgraphs import ParentLink
 
 
 @dataclass(frozen=True)
@@ -66,9 +69,27 @@ class GraphInterrupt(Exception):  # noqa: N818 - LangGraph's name
     """Raised inside a node by `interrupt()` (or by a subgraph that paused): the run pauses;
     not an error."""
 
-    def __init__(self, interrupts: Sequence[Interrupt]) -> None:
+    def __init__(self, interrupts: Sequence[Interrupt], *, bubbled: bool = False) -> None:
         super().__init__(interrupts)
         self.interrupts = tuple(interrupts)
+        #: raised by a subgraph the task ran, not by the task's own `interrupt()`
+        self.bubbled = bubbled
+
+    def adopted(self, scratchpad: TaskScratchpad) -> GraphInterrupt:
+        """A subgraph's interrupts as the task's own: ids of the task, so that the parent
+        answers them as it answers the task's (the subgraph gets the answer it waits for)."""
+        if not self.bubbled:
+            return self
+        return GraphInterrupt(
+            [
+                Interrupt(
+                    found.value,
+                    interrupt_id(scratchpad.name, scratchpad.task_id, scratchpad.count + index),
+                    found.response_schema,
+                )
+                for index, found in enumerate(self.interrupts)
+            ]
+        )
 
 
 class ParentCommand(Exception):  # noqa: N818 - LangGraph's name
@@ -90,7 +111,17 @@ class TaskScratchpad:
     resume: list[Any]
     #: what `get_stream_writer()` hands the node: sends a `custom` stream chunk
     writer: Callable[[Any], None] = lambda chunk: None
+    #: what a subgraph run inside this task takes from the task's run
+    link: ParentLink | None = None
     count: int = 0
+
+    def take_answer(self) -> tuple[bool, Any]:
+        """The newest answer not yet used by this task's own `interrupt()` calls, for the
+        subgraph it runs (which asked the question): (False, None) if there is none."""
+        if self.count >= len(self.resume):
+            return False, None
+        self.count = len(self.resume)
+        return True, self.resume[-1]
 
 
 _current: contextvars.ContextVar[TaskScratchpad] = contextvars.ContextVar("ttcli_task")
@@ -121,6 +152,11 @@ def interrupt(value: Any) -> Any:
     raise GraphInterrupt(
         [Interrupt(value, interrupt_id(scratchpad.name, scratchpad.task_id, index))]
     )
+
+
+def current_scratchpad() -> TaskScratchpad | None:
+    """The task running in this context, if any."""
+    return _current.get(None)
 
 
 def get_stream_writer() -> Callable[[Any], None]:

@@ -12,8 +12,10 @@ from ttcli.graph.constants import INTERRUPT
 from ttcli.graph.state import schema_types
 from ttcli.runtime import history, update
 from ttcli.runtime.aio import in_thread
+from ttcli.runtime.commands import GraphInterrupt, current_scratchpad
 from ttcli.runtime.loop import Run
 from ttcli.runtime.plan import GraphPlan
+from ttcli.runtime.subgraphs import SUBGRAPH, node_names, subgraph_input
 from ttcli.runtime.types import StateSnapshot
 from ttcli.savers import serde
 from ttcli.savers.base import BaseSaver
@@ -31,6 +33,8 @@ class RunOptions(TypedDict, total=False):
     interrupt_after: Sequence[str] | None
     #: "sync", "async" (the default) or "exit": see runtime/recorder.py
     durability: str | None
+    #: stream subgraphs' chunks too, as (namespace, chunk) or (namespace, mode, chunk)
+    subgraphs: bool
 
 
 class CompiledStateGraph:
@@ -121,32 +125,59 @@ class CompiledStateGraph:
         options: RunOptions,
         loop: asyncio.AbstractEventLoop | None = None,
     ) -> Run:
-        for mode in _modes(stream_mode):
+        modes = _modes(stream_mode)
+        for mode in modes:
             if mode not in STREAM_MODES:
                 raise ConfigError(
                     f"Unknown stream_mode {mode!r}; use one of {', '.join(STREAM_MODES)}"
                 )
+        saver, durability = self.checkpointer, options.get("durability")
+        scratchpad = current_scratchpad()
+        link = scratchpad.link if scratchpad is not None and saver is None else None
+        if link is not None:  # run inside a task of another graph: a subgraph of it
+            saver, config, input = link.saver, link.config(config), subgraph_input(link, input)
+            loop, durability = loop or link.loop, durability or link.durability
+            modes = tuple(dict.fromkeys([*modes, *(link.modes or ())]))
         before, after = options.get("interrupt_before"), options.get("interrupt_after")
         return Run(
             self,
             input,
             config,
+            saver=saver,
             interrupt_before=self.interrupt_before_nodes if before is None else before,
             interrupt_after=self.interrupt_after_nodes if after is None else after,
-            modes=_modes(stream_mode),
-            durability=options.get("durability"),
+            modes=modes,
+            durability=durability,
             loop=loop,
+            link=link,
+            subgraphs=bool(options.get("subgraphs")),
         )
 
     @staticmethod
     def _chunks(run: Run, stream_mode: str | Sequence[str]) -> Iterator[Any]:
-        modes = _modes(stream_mode)
+        """The chunks the caller asked for; a subgraph's also go up to its parent's stream."""
+        modes, single = _modes(stream_mode), isinstance(stream_mode, str)
+        subgraphs = run.forwarding and run.link is None
         for mode, chunk in run.stream():
-            if mode in modes:
-                yield chunk if isinstance(stream_mode, str) else (mode, chunk)
+            if run.link is not None:
+                run.link.pass_up(mode, chunk)
+            namespace: tuple[str, ...] = ()
+            if mode == SUBGRAPH:
+                if not subgraphs:
+                    continue
+                namespace, mode, chunk = chunk
+            if mode not in modes:
+                continue
+            found = chunk if single else (mode, chunk)
+            if subgraphs:
+                found = (namespace, found) if single else (namespace, *found)
+            yield found
+        if run.link is not None and run.interrupts:
+            raise GraphInterrupt(run.interrupts, bubbled=True)  # the parent's task pauses on them
 
-    def get_state(self, config: RunnableConfig) -> StateSnapshot:
-        return history.get_state(self.plan, self._saver(), config)
+    def get_state(self, config: RunnableConfig, *, subgraphs: bool = False) -> StateSnapshot:
+        plan = self._plan_for(config)
+        return history.get_state(plan, self._saver(), config, subgraphs=subgraphs)
 
     def get_state_history(
         self,
@@ -157,16 +188,16 @@ class CompiledStateGraph:
         limit: int | None = None,
     ) -> Iterator[StateSnapshot]:
         return history.get_state_history(
-            self.plan, self._saver(), config, filter=filter, before=before, limit=limit
+            self._plan_for(config), self._saver(), config, filter=filter, before=before, limit=limit
         )
 
     def update_state(
         self, config: RunnableConfig, values: Any, as_node: str | None = None
     ) -> RunnableConfig:
-        return update.update_state(self.plan, self._saver(), config, values, as_node)
+        return update.update_state(self._plan_for(config), self._saver(), config, values, as_node)
 
-    async def aget_state(self, config: RunnableConfig) -> StateSnapshot:
-        return await asyncio.to_thread(self.get_state, config)
+    async def aget_state(self, config: RunnableConfig, *, subgraphs: bool = False) -> StateSnapshot:
+        return await asyncio.to_thread(self.get_state, config, subgraphs=subgraphs)
 
     async def aget_state_history(
         self,
@@ -184,6 +215,17 @@ class CompiledStateGraph:
         self, config: RunnableConfig, values: Any, as_node: str | None = None
     ) -> RunnableConfig:
         return await asyncio.to_thread(self.update_state, config, values, as_node)
+
+    def _plan_for(self, config: RunnableConfig) -> GraphPlan:
+        """The plan of the graph whose checkpoints `config`'s namespace holds."""
+        plan = self.plan
+        namespace = ((config or {}).get("configurable") or {}).get("checkpoint_ns") or ""
+        for node in node_names(namespace):
+            inner = plan.subgraphs.get(node)
+            if inner is None:
+                raise ConfigError(f"Subgraph {node!r} not found in namespace {namespace!r}")
+            plan = inner.plan
+        return plan
 
     def _saver(self) -> BaseSaver:
         if self.checkpointer is None:

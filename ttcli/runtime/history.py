@@ -12,8 +12,11 @@ from ttcli.runtime.types import StateSnapshot
 from ttcli.savers.base import BaseSaver, CheckpointTuple
 
 
-def get_state(plan: GraphPlan, saver: BaseSaver, config: RunnableConfig) -> StateSnapshot:
-    """The thread's head (live view), or the checkpoint `config` names (record view).
+def get_state(
+    plan: GraphPlan, saver: BaseSaver, config: RunnableConfig, *, subgraphs: bool = False
+) -> StateSnapshot:
+    """The thread's head (live view), or the checkpoint `config` names (record view); with
+    `subgraphs`, a task that runs a subgraph holds the subgraph's snapshot as its `state`.
 
     An unknown thread or checkpoint gives an empty snapshot, as in LangGraph.
     """
@@ -21,7 +24,17 @@ def get_state(plan: GraphPlan, saver: BaseSaver, config: RunnableConfig) -> Stat
     saved = saver.get_tuple(ref.to_config())
     if saved is None:
         return StateSnapshot({}, (), config, None, None, None, (), ())
-    return _snapshot(plan, saved, live=ref.checkpoint_id is None)
+    snapshot = _snapshot(plan, saved, live=ref.checkpoint_id is None)
+    if not subgraphs:
+        return snapshot
+    tasks = []
+    for task in snapshot.tasks:
+        inner = plan.subgraphs.get(task.name)
+        where = task.state
+        if isinstance(where, dict) and inner is not None and saver.get_tuple(where) is not None:
+            task = task._replace(state=get_state(inner.plan, saver, where, subgraphs=True))
+        tasks.append(task)
+    return snapshot._replace(tasks=tuple(tasks))
 
 
 def get_state_history(

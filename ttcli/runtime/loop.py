@@ -10,10 +10,17 @@ from __future__ import annotations
 import asyncio
 import queue
 from collections.abc import Iterator, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from ttcli.configs import CheckpointRef, RunnableConfig
-from ttcli.errors import CheckpointNotFoundError, ConfigError, EmptyInputError, GraphRecursionError
+from ttcli.errors import (
+    CheckpointNotFoundError,
+    ConfigError,
+    EmptyInputError,
+    GraphRecursionError,
+    InvalidUpdateError,
+)
 from ttcli.graph.constants import (
     ERROR,
     INPUT,
@@ -35,11 +42,19 @@ from ttcli.runtime.algo import (
     should_interrupt,
 )
 from ttcli.runtime.checkpoints import checkpoint_metadata, new_checkpoint
-from ttcli.runtime.commands import Command, GraphInterrupt, Interrupt, TaskScratchpad, run_in_task
+from ttcli.runtime.commands import (
+    Command,
+    GraphInterrupt,
+    Interrupt,
+    ParentCommand,
+    TaskScratchpad,
+    run_in_task,
+)
 from ttcli.runtime.execute import Chunk, Event, Finished, Outcome, execute
 from ttcli.runtime.pending import TaskRecord, answers, null_writes, records
 from ttcli.runtime.recorder import Recorder
-from ttcli.savers.base import PendingWrite
+from ttcli.runtime.subgraphs import ParentLink, task_namespace
+from ttcli.savers.base import BaseSaver, PendingWrite
 
 if TYPE_CHECKING:
     from ttcli.runtime.compiled import CompiledStateGraph
@@ -56,24 +71,32 @@ class Run:
         input: Any,  # noqa: A002 - LangGraph's name
         config: RunnableConfig | None,
         *,
+        saver: BaseSaver | None,
         interrupt_before: Sequence[str],
         interrupt_after: Sequence[str],
         modes: Sequence[str] = ("values",),
         loop: asyncio.AbstractEventLoop | None = None,
         durability: str | None = None,
+        link: ParentLink | None = None,
+        subgraphs: bool = False,
     ) -> None:
         self.plan = graph.plan
-        self.saver = graph.checkpointer
+        self.saver = saver
         self.recorder = Recorder(self.saver, durability)
+        self.durability = durability
         self.input = input
         self.config: RunnableConfig = dict(config or {})
         self.interrupt_before = tuple(interrupt_before)
         self.interrupt_after = tuple(interrupt_after)
         self.debug = "debug" in modes
         self.modes = tuple(modes)
-        #: chunks nodes write as they run, when the caller streams them
+        #: the run this one is a subgraph of, if it is one
+        self.link = link
+        #: whether subgraphs pass their chunks up to this run's stream
+        self.forwarding = subgraphs or (link is not None and link.modes is not None)
+        #: chunks nodes (and subgraphs) write as they run, when the caller streams them
         self.chunks: queue.SimpleQueue[Chunk] | None = (
-            queue.SimpleQueue() if {"custom", "messages"} & set(modes) else None
+            queue.SimpleQueue() if self.forwarding or {"custom", "messages"} & set(modes) else None
         )
         #: the event loop of an async caller, on which async nodes run
         self.loop = loop
@@ -81,17 +104,8 @@ class Run:
         self.interrupts: list[Interrupt] = []
         #: the writes of a superstep's only task, saved with the checkpoint it leads to
         self.deferred: tuple[str, str, list[tuple[str, Any]]] | None = None
-        limit = self.config.get("recursion_limit", DEFAULT_RECURSION_LIMIT)
-        if not isinstance(limit, int) or limit < 1:
-            raise ConfigError("recursion_limit must be at least 1")
-        self.limit = limit
-        if self.saver is not None:
-            self.ref = CheckpointRef.from_config(self.config)
-        else:
-            configurable = self.config.get("configurable") or {}
-            self.ref = CheckpointRef(
-                str(configurable.get("thread_id", "")), configurable.get("checkpoint_ns") or ""
-            )
+        self.limit = recursion_limit(self.config)
+        self.ref = _where(self.config, checked=self.saver is not None)
         if isinstance(input, Command) and input.resume is not None and self.saver is None:
             raise RuntimeError("Cannot use Command(resume=...) without checkpointer")
 
@@ -158,7 +172,7 @@ class Run:
     def _first(self) -> Iterator[Chunk]:
         command = self.input if isinstance(self.input, Command) else None
         if command is not None and command.graph is not None:
-            raise ConfigError("Command(graph=...) needs a parent graph; ttcli has no subgraphs")
+            raise ConfigError("Command(graph=...) is for a node's result, not a graph's input")
         if self.input is not None and command is None:
             yield from self._take_input()
             return
@@ -244,6 +258,8 @@ class Run:
                 self._save_writes(task.id, task.path_text, [(INTERRUPT, raised)])
                 self.interrupts += raised
                 yield "updates", {INTERRUPT: tuple(raised)}
+            elif isinstance(outcome, ParentCommand):  # for the parent graph: not an error here
+                errors[task.id] = outcome
             elif outcome is not None:
                 errors[task.id] = outcome
                 self._save_writes(task.id, task.path_text, [(ERROR, repr(outcome))])
@@ -273,11 +289,31 @@ class Run:
         def call(task: Task) -> Outcome:
             record = found.get(task.id)
             resume = list(record.resume) if record is not None else []
-            scratchpad = TaskScratchpad(task.name, task.id, resume, writer=self._writer)
+            scratchpad = TaskScratchpad(
+                task.name, task.id, resume, writer=self._writer, link=self._link(task)
+            )
             outcome: Outcome = run_in_task(scratchpad, self._call, task)
+            if isinstance(outcome, GraphInterrupt):
+                outcome = outcome.adopted(scratchpad)
             return outcome
 
         return execute(tasks, call, self.chunks)
+
+    def _link(self, task: Task) -> ParentLink:
+        """What a subgraph the task runs takes from this run."""
+        parents = dict(self.link.parents) if self.link is not None else {}
+        if self.parent.checkpoint_id is not None:
+            parents[self.ref.checkpoint_ns] = self.parent.checkpoint_id
+        return ParentLink(
+            saver=self.saver,
+            thread_id=self.ref.thread_id,
+            namespace=task_namespace(self.ref.checkpoint_ns, task.name, task.id),
+            parents=parents,
+            durability=self.durability,
+            loop=self.loop,
+            modes=self.modes if self.forwarding else None,
+            forward=self.chunks.put if self.forwarding and self.chunks is not None else None,
+        )
 
     def _writer(self, chunk: Any) -> None:
         if self.chunks is not None and "custom" in self.modes:
@@ -286,15 +322,30 @@ class Run:
     def _call(self, task: Task) -> Outcome:
         """Run one node; its writes land on the task. Returns what it raised, if anything."""
         try:
-            spec = self.plan.nodes[task.name]
-            state = self._task_input(task)
-            output = state if spec.call is None else spec.call(state, self.config, self.loop)
+            output = self._node_output(task)
             task.output, task.writes = self.plan.node_writes(
                 task.name, output, self.channels, self.config, self.loop
             )
+        except ParentCommand as command:
+            if self.link is None:
+                return InvalidUpdateError(
+                    f"Node '{task.name}' returned Command(graph={command.command.graph!r}): "
+                    "ttcli graphs have no parent graph to send it to"
+                )
+            return command
         except Exception as exc:  # the node's failure or interrupt belongs to the caller
             return exc
         return None
+
+    def _node_output(self, task: Task) -> Any:
+        spec = self.plan.nodes[task.name]
+        state = self._task_input(task)
+        if spec.call is None:
+            return state
+        try:
+            return spec.call(state, self.config, self.loop)
+        except ParentCommand as bubbled:  # a subgraph's node sent this node a Command
+            return replace(bubbled.command, graph=None)
 
     def _task_input(self, task: Task) -> Any:
         if task.path[0] == PUSH:
@@ -317,6 +368,8 @@ class Run:
     ) -> Iterator[Chunk]:
         checkpoint = new_checkpoint(self.checkpoint, self.channels, self.step, updated)
         metadata = checkpoint_metadata(self.config, source, self.step, writes)
+        if self.link is not None:
+            metadata["parents"] = dict(self.link.parents)
         parent_config = self.parent.to_config() if self.parent.checkpoint_id else None
         self.recorder.put(self.parent, checkpoint, metadata, self.deferred)
         self.deferred = None  # committed; had the batch failed, they are saved alone
@@ -330,3 +383,20 @@ class Run:
                     self.plan, self.parent.to_config(), checkpoint, metadata, parent_config
                 ),
             )
+
+
+def recursion_limit(config: RunnableConfig) -> int:
+    limit = config.get("recursion_limit", DEFAULT_RECURSION_LIMIT)
+    if not isinstance(limit, int) or limit < 1:
+        raise ConfigError("recursion_limit must be at least 1")
+    return limit
+
+
+def _where(config: RunnableConfig, *, checked: bool) -> CheckpointRef:
+    """The thread a run is on (which a run that saves nothing need not name)."""
+    if checked:
+        return CheckpointRef.from_config(config)
+    configurable = config.get("configurable") or {}
+    return CheckpointRef(
+        str(configurable.get("thread_id", "")), configurable.get("checkpoint_ns") or ""
+    )

@@ -18,8 +18,9 @@ from ttcli.graph.builder import Branch, StateGraph
 from ttcli.graph.channels import BarrierChannel, Channel, EphemeralValue, Topic
 from ttcli.graph.constants import END, START, TASKS, branch_channel, join_channel
 from ttcli.graph.state import build_state, read_input
-from ttcli.runtime.commands import Command, Send
+from ttcli.runtime.commands import Command, ParentCommand, Send
 from ttcli.runtime.nodes import NodeCall, node_call, resolve, takes_config
+from ttcli.runtime.subgraphs import find_subgraph
 
 Write = tuple[str, Any]
 
@@ -52,6 +53,12 @@ class GraphPlan:
             self.channels[channel] = BarrierChannel(channel, starts)
             joins.setdefault(end, []).append(channel)
         self.nodes: dict[str, NodeSpec] = {}
+        #: the compiled graphs nodes run as subgraphs, by node name
+        self.subgraphs: dict[str, Any] = {
+            name: found
+            for name, action in builder.nodes.items()
+            if (found := find_subgraph(action)) is not None
+        }
         for name in [START, *builder.nodes]:
             trigger = START if name == START else branch_channel(name)
             if name != START:
@@ -95,10 +102,12 @@ class GraphPlan:
         spec = self.nodes[name]
         goto: list[Write] = []
         if isinstance(output, Command):
+            if output.graph == Command.PARENT:
+                raise ParentCommand(output)
             if output.graph is not None:
                 raise InvalidUpdateError(
-                    f"Node '{name}' returned Command(graph={output.graph!r}): "
-                    "ttcli graphs have no parent graph to send it to"
+                    f"Node '{name}' returned Command(graph={output.graph!r}); "
+                    "use graph=Command.PARENT or None"
                 )
             updates = read_input(self.schema, output.update, self.state_keys)
             goto = self.goto_writes(f"Node '{name}'", output.destinations())

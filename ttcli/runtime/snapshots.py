@@ -15,6 +15,7 @@ from ttcli.graph.constants import INPUT
 from ttcli.runtime.algo import Task, apply_writes, bookkeeping_copy, prepare_tasks
 from ttcli.runtime.pending import TaskRecord, null_writes, records
 from ttcli.runtime.plan import GraphPlan
+from ttcli.runtime.subgraphs import task_namespace
 from ttcli.runtime.types import PregelTask, StateSnapshot
 from ttcli.savers.base import Checkpoint, PendingWrite
 
@@ -52,6 +53,7 @@ def snapshot_of(
                 result={c: v for c, v in record.writes if c in plan.state_keys}
                 if record.finished
                 else None,
+                state=_subgraph_config(config, task) if task.name in plan.subgraphs else None,
             )
         )
     next_names = tuple(task.name for task in tasks)
@@ -76,3 +78,10 @@ def snapshot_of(
         tasks=tuple(described),
         interrupts=interrupts,
     )
+
+
+def _subgraph_config(config: RunnableConfig, task: Task) -> RunnableConfig:
+    """Where the subgraph a task runs saves its checkpoints."""
+    ref = CheckpointRef.from_config(config)
+    namespace = task_namespace(ref.checkpoint_ns, task.name, task.id)
+    return CheckpointRef(ref.thread_id, namespace).to_config()

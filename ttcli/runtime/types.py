@@ -17,8 +17,9 @@ class PregelTask(NamedTuple):
     #: repr() of the exception the task raised, if it failed
     error: str | None = None
     interrupts: tuple[Any, ...] = ()
-    #: only for a task that runs a subgraph
-    state: RunnableConfig | None = None
+    #: only for a task that runs a subgraph: where its checkpoints are (a config), or with
+    #: `get_state(config, subgraphs=True)` the subgraph's own snapshot
+    state: RunnableConfig | StateSnapshot | None = None
     #: {channel: value} the task wrote, or None while it has no writes
     result: dict[str, Any] | None = None
 
