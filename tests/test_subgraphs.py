@@ -117,7 +117,89 @@ def graph_in_a_function(api: SimpleNamespace) -> Any:
     return paused, resumed, calls, thread_view(app)
 
 
-SCENARIOS: list[Scenario] = [compiled_node, graph_in_a_function]
+def handoff(api: SimpleNamespace) -> Any:
+    """An inner node hands off to a node of the parent: Command(graph=Command.PARENT)."""
+
+    def agent(state: Inner) -> Any:
+        return api.Command(graph=api.Command.PARENT, goto="other", update={"log": ["handoff"]})
+
+    inner = api.StateGraph(Inner)
+    inner.add_node("start", lambda state: {"log": ["start"]})
+    inner.add_node("agent", agent)
+    inner.add_edge(api.START, "start")
+    inner.add_edge("start", "agent")
+    builder = api.StateGraph(Outer)
+    builder.add_node("child", inner.compile())
+    builder.add_node("other", lambda state: {"log": ["other"]})
+    builder.add_node("post", lambda state: {"log": ["post"]})
+    builder.add_edge(api.START, "child")
+    builder.add_edge("child", "post")
+    app = builder.compile(checkpointer=api.Saver())
+    return app.invoke({"log": [], "x": 0}, cfg()), thread_view(app)
+
+
+def streamed(api: SimpleNamespace) -> Any:
+    calls: list[str] = []
+    app = outer_graph(api, inner_graph(api, calls))
+    modes = ["updates", "values", "custom"]
+    first = list(app.stream({"log": [], "x": 0}, cfg(), stream_mode=modes, subgraphs=True))
+    resumed = list(app.stream(api.Command(resume="C"), cfg(), subgraphs=True))
+    hidden = list(app.stream({"log": [], "x": 0}, cfg("h"), stream_mode=["updates", "custom"]))
+    return [plain(hide_task_ids(chunk)) for chunk in [*first, "--", *resumed, "--", *hidden]]
+
+
+def hide_task_ids(chunk: Any) -> Any:
+    if isinstance(chunk, tuple) and chunk and isinstance(chunk[0], tuple):
+        return (tuple(ns.split(":")[0] for ns in chunk[0]), *chunk[1:])
+    return chunk
+
+
+def edits_and_replays(api: SimpleNamespace) -> Any:
+    calls: list[str] = []
+    app = outer_graph(api, inner_graph(api, calls))
+    app.invoke({"log": [], "x": 0}, cfg())
+    child = app.get_state(cfg()).tasks[0].state
+    edited = app.update_state(child, {"log": ["edited"], "y": 9}, as_node="inner1")
+    inner = app.get_state(edited)
+    parent_after_edit = app.get_state(cfg())
+    resumed = app.invoke(api.Command(resume="D"), cfg())
+    step0 = next(s for s in app.get_state_history(cfg()) if s.metadata["step"] == 0)
+    calls.clear()
+    replayed = plain(app.invoke(None, step0.config))
+    again = app.invoke(api.Command(resume="E"), cfg())
+    return (
+        (inner.values, inner.next, inner.metadata["source"]),
+        (parent_after_edit.values, parent_after_edit.next),
+        resumed,
+        replayed,
+        again,
+        calls,
+        thread_view(app),
+    )
+
+
+def nested_two_levels(api: SimpleNamespace) -> Any:
+    calls: list[str] = []
+    middle = api.StateGraph(Inner)
+    middle.add_node("grandchild", inner_graph(api, calls))
+    middle.add_edge(api.START, "grandchild")
+    app = outer_graph(api, middle.compile())
+    paused = plain(app.invoke({"log": [], "x": 0}, cfg()))
+    state = app.get_state(cfg(), subgraphs=True)
+    deepest = state.tasks[0].state.tasks[0].state
+    parents = sorted(ns.split(":")[0] for ns in deepest.metadata["parents"])
+    done = app.invoke(api.Command(resume="F"), cfg())
+    return paused, (deepest.values, deepest.next, parents), done, calls
+
+
+SCENARIOS: list[Scenario] = [
+    compiled_node,
+    graph_in_a_function,
+    handoff,
+    streamed,
+    edits_and_replays,
+    nested_two_levels,
+]
 
 
 @pytest.mark.parametrize("backend", SAVERS)

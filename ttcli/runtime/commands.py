@@ -113,6 +113,8 @@ class TaskScratchpad:
     writer: Callable[[Any], None] = lambda chunk: None
     #: what a subgraph run inside this task takes from the task's run
     link: ParentLink | None = None
+    #: the run's answer given when no interrupt was waiting: the first question takes it
+    spare: list[Any] = field(default_factory=list)
     count: int = 0
 
     def take_answer(self) -> tuple[bool, Any]:
@@ -148,6 +150,9 @@ def interrupt(value: Any) -> Any:
     index = scratchpad.count
     scratchpad.count += 1
     if index < len(scratchpad.resume):
+        return scratchpad.resume[index]
+    if scratchpad.spare:
+        scratchpad.resume.append(scratchpad.spare.pop())
         return scratchpad.resume[index]
     raise GraphInterrupt(
         [Interrupt(value, interrupt_id(scratchpad.name, scratchpad.task_id, index))]

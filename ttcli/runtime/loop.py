@@ -102,6 +102,8 @@ class Run:
         self.loop = loop
         #: the interrupts the run stopped at, if it stopped at any
         self.interrupts: list[Interrupt] = []
+        #: an answer given when no interrupt was waiting, for the first `interrupt()` to ask
+        self.spare: list[Any] = []
         #: the writes of a superstep's only task, saved with the checkpoint it leads to
         self.deferred: tuple[str, str, list[tuple[str, Any]]] | None = None
         self.limit = recursion_limit(self.config)
@@ -226,6 +228,8 @@ class Run:
             self.plan, self.checkpoint, self.channels, self.step, self.ref.checkpoint_ns
         )
         answered = answers(tasks, records(self.pending), command.resume)
+        if not answered:  # nothing waits (an update came first): the run's first question takes it
+            self.spare.append(command.resume)
         for task in tasks:
             if task.id in answered:
                 self._save_writes(task.id, task.path_text, [(RESUME, answered[task.id])])
@@ -290,7 +294,7 @@ class Run:
             record = found.get(task.id)
             resume = list(record.resume) if record is not None else []
             scratchpad = TaskScratchpad(
-                task.name, task.id, resume, writer=self._writer, link=self._link(task)
+                task.name, task.id, resume, self._writer, self._link(task), self.spare
             )
             outcome: Outcome = run_in_task(scratchpad, self._call, task)
             if isinstance(outcome, GraphInterrupt):

@@ -85,6 +85,8 @@ def update_state(
     updated = apply_writes(checkpoint, channels, tasks)
     new = new_checkpoint(checkpoint, channels, step, updated)
     metadata = checkpoint_metadata(config, "update", step, written)
+    if saved is not None:  # a subgraph's update stays under the parent checkpoints it was in
+        metadata["parents"] = dict(saved.metadata.get("parents") or {})
     return saver.put(
         parent.to_config(), new, metadata, new_versions(before, new["channel_versions"])
     )
