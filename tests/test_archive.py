@@ -212,21 +212,6 @@ def test_rows_older_than_the_target_thread_are_placed_among_its_rows(
             assert target.integrity_problems() == []
 
 
-def test_a_child_older_than_its_parent_is_archived_readable(db_path: Path, tmp_path: Path) -> None:
-    from ttcli.uuid6 import new_id
-
-    with SqliteSaver.from_conn_string(db_path) as saver:
-        early = new_id(1)  # another process's clock was behind
-        (root,) = put_chain(saver, steps=1)
-        child = make_checkpoint(1, n=1, log=["x" * 60])
-        child["id"] = early
-        saver.put(config("t", root), child, {"source": "loop", "step": 1, "parents": {}}, {})
-        assert early < root
-        with SqliteSaver.from_conn_string(tmp_path / "archive.db") as target:
-            assert saver.copy_rows(config("t"), root, target) == 1  # the child, not its parent
-            assert target.get_tuple(config("t", early)) == saver.get_tuple(config("t", early))
-
-
 @pytest.mark.parametrize("deleter", ["this saver", "another process"])
 def test_an_archive_never_gives_a_deleted_blob_key_to_another_value(
     db_path: Path, tmp_path: Path, deleter: str

@@ -4,6 +4,22 @@ The runtime only ever talks to `BaseSaver`; `InMemorySaver`, the SQLite saver an
 PostgreSQL saver all pass the same contract suite (`tests/test_saver_contract.py`).
 Method names and shapes follow LangGraph's `BaseCheckpointSaver`, so code that calls a
 checkpointer directly ports by changing imports.
+
+Invariants every saver keeps (stated once here and in `schema.sql`; `ttcli verify` checks
+what a file can break, and the contract suite checks every saver):
+
+1. Within a thread a child's id sorts after its parent's, whatever the clocks of the
+   processes that wrote them (`put` refuses one that would not; the runtime makes ids with
+   `uuid6.new_id(step, after=...)`), so the largest id is the newest checkpoint.
+2. A committed checkpoint never changes (values, metadata, parent) and disappears only by
+   `delete_thread`, `delete_checkpoints` or a prune; its pending writes only grow.
+3. Deleting checkpoints leaves every other one reading exactly as before; a child whose
+   parent went keeps `parent_config` naming it.
+4. Stored values point only at older stored values (no cycles; chains are bounded), so
+   every read ends.
+5. An interrupt's answer is stored once: a different second answer is refused
+   (`AnswerConflictError`), the same answer again is harmless (`merged_answers`).
+6. What a prune deleted with an archive is in the archive and decodes equal (`ttcli.ops.prune`).
 """
 
 from __future__ import annotations
@@ -17,7 +33,7 @@ from contextlib import AbstractContextManager, nullcontext
 from typing import Any, NamedTuple, TypedDict
 
 from ttcli.configs import CheckpointRef, RunnableConfig
-from ttcli.errors import InvalidFilterError
+from ttcli.errors import AnswerConflictError, ConfigError, InvalidFilterError
 
 FILTER_KEY = re.compile(r"^[A-Za-z0-9_.-]+$")
 
@@ -95,6 +111,29 @@ def metadata_matches(metadata: Mapping[str, Any], filter_: Mapping[str, Any]) ->
         if value != wanted or (isinstance(value, bool) != isinstance(wanted, bool)):
             return False
     return True
+
+
+def check_child_id(checkpoint_id: str, parent_id: str | None) -> None:
+    """Invariant 1: within a thread a child's id sorts after its parent's."""
+    if parent_id is not None and not checkpoint_id > parent_id:
+        raise ConfigError(
+            f"checkpoint {checkpoint_id} must sort after its parent {parent_id}: make its id "
+            "with ttcli.uuid6.new_id(step, after=parent_id)"
+        )
+
+
+def merged_answers(stored: Any, sent: Any, thread_id: str) -> Any:
+    """Invariant 5: an interrupt's answer is stored once. A task's `__resume__` write is the
+    list of its answers, one per `interrupt()` call in order; the list to store is the longer
+    of the two when one starts with the other (sending an answer again is harmless), and two
+    lists that differ are two people's different answers: the first stays."""
+    if not isinstance(stored, list) or not isinstance(sent, list):
+        return sent
+    shorter, longer = sorted((stored, sent), key=len)
+    if longer[: len(shorter)] == shorter:
+        return longer
+    given = next(a for a, b in zip(stored, sent, strict=False) if a != b)
+    raise AnswerConflictError(given, thread_id)
 
 
 class BaseSaver(ABC):
@@ -279,5 +318,7 @@ class BaseSaver(ABC):
         return CheckpointRef.from_config(config)
 
 
+#: The write channel of a task's answers to its interrupts (see `merged_answers`).
+RESUME = "__resume__"
 #: Fixed indices of special write channels, as LangGraph numbers them.
-WRITES_IDX_MAP = {"__error__": -1, "__scheduled__": -2, "__interrupt__": -3, "__resume__": -4}
+WRITES_IDX_MAP = {"__error__": -1, "__scheduled__": -2, "__interrupt__": -3, RESUME: -4}

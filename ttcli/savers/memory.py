@@ -11,6 +11,7 @@ from typing import Any
 from ttcli.configs import CheckpointRef, RunnableConfig
 from ttcli.errors import CheckpointNotFoundError
 from ttcli.savers.base import (
+    RESUME,
     WRITES_IDX_MAP,
     BaseSaver,
     Checkpoint,
@@ -18,6 +19,8 @@ from ttcli.savers.base import (
     PendingWrite,
     TaskWrite,
     ThreadSummary,
+    check_child_id,
+    merged_answers,
     metadata_matches,
     validate_filter,
 )
@@ -90,6 +93,7 @@ class InMemorySaver(BaseSaver):
         new_versions: Mapping[str, int],
     ) -> RunnableConfig:
         ref = self.ref(config)
+        check_child_id(checkpoint["id"], ref.checkpoint_id)
         stored = _Stored(
             copy.deepcopy(checkpoint), copy.deepcopy(dict(metadata)), ref.checkpoint_id
         )
@@ -115,7 +119,10 @@ class InMemorySaver(BaseSaver):
                 raise CheckpointNotFoundError(str(ref.checkpoint_id), ref.thread_id)
             for position, (channel, value) in enumerate(writes):
                 idx = WRITES_IDX_MAP.get(channel, position)
-                if replace or (task_id, idx) not in stored.writes:
+                before = stored.writes.get((task_id, idx))
+                if channel == RESUME and before is not None:
+                    value = merged_answers(before[2], value, ref.thread_id)
+                if replace or before is None:
                     stored.writes[(task_id, idx)] = (task_path, channel, copy.deepcopy(value))
 
     def get_writes(self, config: RunnableConfig) -> builtins.list[TaskWrite]:

@@ -31,6 +31,7 @@ from ttcli.errors import (
 from ttcli.savers import serde
 from ttcli.savers.base import (
     NOT_LOADED,
+    RESUME,
     WRITES_IDX_MAP,
     BaseSaver,
     Checkpoint,
@@ -38,6 +39,8 @@ from ttcli.savers.base import (
     PendingWrite,
     TaskWrite,
     ThreadSummary,
+    check_child_id,
+    merged_answers,
     validate_filter,
 )
 from ttcli.savers.blobs import BlobStore, entry_refs
@@ -434,6 +437,7 @@ class SqliteSaver(BaseSaver):
         new_versions: Mapping[str, int],
     ) -> RunnableConfig:
         ref = self.ref(config)
+        check_child_id(checkpoint["id"], ref.checkpoint_id)
         checkpoint_id = _require_id(checkpoint["id"])
         parent_id = _require_id(ref.checkpoint_id) if ref.checkpoint_id else None
         created_at = _micros(checkpoint["ts"])
@@ -566,12 +570,15 @@ class SqliteSaver(BaseSaver):
             ]
             writer.protect(updated)  # values of a checkpoint: not to be shared by a write
             writer.offer(updated)
-            saved = set(pending.get(task_id, (task_path, {}))[1])
+            saved = pending.get(task_id, (task_path, {}))[1]
             _path, stored = table.setdefault(task_id, (task_path, {}))
             for position, (channel, value) in enumerate(writes):
                 idx = WRITES_IDX_MAP.get(channel, position)
                 if idx in saved and not replace:
                     continue  # a write already saved for this task is kept, as in LangGraph
+                if channel == RESUME and idx in saved:
+                    before = self.blobs.load_value(saved[idx][1])
+                    value = merged_answers(before, value, ref.thread_id)
                 stored[idx] = (channel, writer.value(value, channel))
             if self._batch_depth and latest:  # its child may follow in this batch
                 self._facts.held = _Held(thread_key, checkpoint_id, table, row is not None)
