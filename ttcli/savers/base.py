@@ -300,8 +300,11 @@ class BaseSaver(ABC):
         ids = sorted(t.checkpoint["id"] for t in self.list_metadata(config))
         found = set()
         for checkpoint_id in checkpoint_ids:
-            at = bisect.bisect_left(ids, checkpoint_id)
-            found.update(ids[max(at - 1, 0) : at + 2])
+            before, after = (
+                bisect.bisect_left(ids, checkpoint_id),
+                bisect.bisect_right(ids, checkpoint_id),
+            )
+            found.update(ids[max(before - 1, 0) : before] + ids[after : after + 1])
         return found
 
     def thread_bytes(self, config: RunnableConfig) -> int | None:
