@@ -320,6 +320,63 @@ class BaseSaver(ABC):
     def ref(config: RunnableConfig) -> CheckpointRef:
         return CheckpointRef.from_config(config)
 
+    def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        """Copy every checkpoint of a thread (all namespaces), with ids, metadata, parents and
+        pending writes, into another thread, as LangGraph's `copy_thread` does. Checkpoints
+        the target has already are left as they are, so a copy interrupted halfway completes
+        when run again."""
+        for summary in self.list_threads(source_thread_id):
+            if summary.thread_id != source_thread_id:
+                continue
+            source = CheckpointRef(source_thread_id, summary.checkpoint_ns)
+            target = CheckpointRef(target_thread_id, summary.checkpoint_ns)
+            for saved in reversed(builtins.list(self.list(source.to_config()))):
+                copy_checkpoint(self, saved, self, target)
+
+    def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        """LangGraph's `prune`: `keep_latest` keeps each namespace's newest checkpoint of
+        the threads (with its pending writes), `delete` removes the threads. Time-based
+        retention with an archive is `ttcli.ops.prune`."""
+        if strategy not in ("keep_latest", "delete"):
+            raise ConfigError(f"unknown prune strategy {strategy!r}: keep_latest or delete")
+        for thread_id in thread_ids:
+            if strategy == "delete":
+                self.delete_thread(thread_id)
+                continue
+            for summary in self.list_threads(thread_id):
+                if summary.thread_id == thread_id:
+                    config = CheckpointRef(thread_id, summary.checkpoint_ns).to_config()
+                    self.delete_checkpoints(config, self.checkpoint_ids(config)[1:])
+
+
+def copy_checkpoint(
+    source: BaseSaver,
+    saved: CheckpointTuple,
+    target: BaseSaver,
+    target_ref: CheckpointRef,
+    *,
+    extra_metadata: Mapping[str, Any] | None = None,
+) -> bool:
+    """Store one checkpoint (same id, values, metadata, parent and pending writes) in
+    `target` under `target_ref`'s thread. Returns False if it was there already; a copy
+    interrupted halfway (say, between the checkpoint and its writes) completes when run again.
+    """
+    at = target_ref.at(saved.checkpoint["id"]).to_config()
+    copied = target.get_tuple(at) is None
+    if copied:
+        parent = target.ref(saved.parent_config).checkpoint_id if saved.parent_config else None
+        metadata = {**saved.metadata, **(extra_metadata or {})}
+        # no change hints: the target compares channel versions with the parent it has
+        target.put(target_ref.at(parent).to_config(), saved.checkpoint, metadata, {})
+    present = {task_id for task_id, *_ in target.get_writes(at)}
+    tasks: dict[str, tuple[str, builtins.list[tuple[str, Any]]]] = {}
+    for task_id, path, channel, value in source.get_writes(saved.config):
+        tasks.setdefault(task_id, (path, []))[1].append((channel, value))
+    for task_id, (path, writes) in tasks.items():
+        if task_id not in present:
+            target.put_writes(at, writes, task_id, path)
+    return copied
+
 
 #: The write channel of a task's answers to its interrupts (see `merged_answers`).
 RESUME = "__resume__"
