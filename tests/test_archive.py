@@ -22,7 +22,7 @@ from ttcli.configs import CheckpointRef
 from ttcli.errors import ConfigError, StorageError
 from ttcli.graph.messages import AIMessage, HumanMessage
 from ttcli.ops.prune import PrunePolicy, execute_prune, plan_prune
-from ttcli.savers import sqlite_copy
+from ttcli.savers.sqlite import copy as sqlite_copy
 from ttcli.savers.base import BaseSaver
 from ttcli.savers.sqlite import SqliteSaver
 

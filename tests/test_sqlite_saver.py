@@ -27,7 +27,7 @@ from ttcli.errors import (
     StorageError,
 )
 from ttcli.savers import blobs, records, serde
-from ttcli.savers.migrations import SCHEMA_VERSION
+from ttcli.savers.sqlite.migrations import SCHEMA_VERSION
 from ttcli.savers.sqlite import SqliteSaver
 
 ROOT = Path(__file__).parent.parent

@@ -35,7 +35,7 @@ from typing import Any
 from ttcli.errors import CorruptValueError, SerializationError
 from ttcli.graph.messages import Message, copy_message
 from ttcli.savers import serde
-from ttcli.savers.params import chunks
+from ttcli.savers.sqlite.params import chunks
 from ttcli.savers.serde import Ref
 
 INLINE_MAX = 24  # values encoding to at most this many bytes stay inline

@@ -22,7 +22,7 @@ from ttcli.configs import CheckpointRef
 from ttcli.errors import StorageError
 from ttcli.savers import serde
 from ttcli.savers.blobs import entry_refs
-from ttcli.savers.params import chunks
+from ttcli.savers.sqlite.params import chunks
 from ttcli.savers.records import State, pending_refs, state_refs, unpack_parent
 from ttcli.savers.serde import Ref
 
