@@ -22,9 +22,9 @@ from ttcli.configs import CheckpointRef
 from ttcli.errors import ConfigError, StorageError
 from ttcli.graph.messages import AIMessage, HumanMessage
 from ttcli.ops.prune import PrunePolicy, execute_prune, plan_prune
-from ttcli.savers.sqlite import copy as sqlite_copy
 from ttcli.savers.base import BaseSaver
 from ttcli.savers.sqlite import SqliteSaver
+from ttcli.savers.sqlite import copy as sqlite_copy
 
 API = SimpleNamespace(
     StateGraph=StateGraph, START=START, END=END, interrupt=interrupt, Send=Send, Command=Command

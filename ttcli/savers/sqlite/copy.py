@@ -22,9 +22,9 @@ from ttcli.configs import CheckpointRef
 from ttcli.errors import StorageError
 from ttcli.savers import serde
 from ttcli.savers.blobs import entry_refs
-from ttcli.savers.sqlite.params import chunks
 from ttcli.savers.records import State, pending_refs, state_refs, unpack_parent
 from ttcli.savers.serde import Ref
+from ttcli.savers.sqlite.params import chunks
 
 if TYPE_CHECKING:
     from ttcli.savers.sqlite import SqliteSaver

@@ -44,8 +44,6 @@ from ttcli.savers.base import (
     validate_filter,
 )
 from ttcli.savers.blobs import BlobStore, entry_refs
-from ttcli.savers.sqlite.migrations import ensure_schema
-from ttcli.savers.sqlite.params import chunks
 from ttcli.savers.records import (
     METADATA_SQL,
     Names,
@@ -62,6 +60,8 @@ from ttcli.savers.records import (
 from ttcli.savers.serde import Ref
 from ttcli.savers.sqlite.copy import RowCopy
 from ttcli.savers.sqlite.errors import storage_error
+from ttcli.savers.sqlite.migrations import ensure_schema
+from ttcli.savers.sqlite.params import chunks
 from ttcli.uuid6 import dashed, id_micros
 
 DEFAULT_BUSY_TIMEOUT = 30.0  # seconds a writer waits for another before giving up
