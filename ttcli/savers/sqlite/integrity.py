@@ -26,6 +26,15 @@ LIMIT 100
 """
 
 
+#: invariant 4: a blob points only at older blobs (so every walk down a chain ends)
+_NEWER_BASE = """
+SELECT blob_key, base_key
+FROM blobs
+WHERE base_key >= blob_key
+LIMIT 100
+"""
+
+
 def integrity_problems(conn: sqlite3.Connection) -> list[str]:
     found = [row[0] for row in conn.execute("PRAGMA integrity_check")]
     if found != ["ok"]:
@@ -39,5 +48,9 @@ def integrity_problems(conn: sqlite3.Connection) -> list[str]:
     problems += [
         f"checkpoint {checkpoint_id} of thread '{thread_id}' does not sort after its parent"
         for thread_id, checkpoint_id in conn.execute(_CHILD_BEFORE_PARENT)
+    ]
+    problems += [
+        f"stored value {key} extends stored value {base}, which is not older"
+        for key, base in conn.execute(_NEWER_BASE)
     ]
     return problems
