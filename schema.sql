@@ -22,6 +22,17 @@
 --
 -- ttcli applies this file to a new database and migrates older versions forward; a file whose
 -- user_version is newer than the one below is refused, never guessed at.
+--
+-- Invariants (the contract's, in ttcli/savers/base.py; `ttcli verify` checks each one a file
+-- can break, and reports every SQL object this file does not define):
+--   1. within a thread a child's id sorts after its parent's: the largest id is the latest
+--      checkpoint, and a child is always a later row than its parent;
+--   2. a committed checkpoint row never changes what it reads as, and goes only by a delete
+--      or a prune; its pending writes only grow;
+--   3. a blob's base_key and a record's references name older blobs (smaller keys), so every
+--      chain ends; an append chain gets a full copy before it grows long;
+--   4. a state delta's parent row exists (deleting a parent rewrites its children in full);
+--   5. an interrupt's answer (a __resume__ write) is stored once.
 
 PRAGMA user_version = 5;
 

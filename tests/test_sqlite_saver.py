@@ -27,8 +27,8 @@ from ttcli.errors import (
     StorageError,
 )
 from ttcli.savers import blobs, records, serde
-from ttcli.savers.migrations import SCHEMA_VERSION
 from ttcli.savers.sqlite import SqliteSaver
+from ttcli.savers.sqlite.migrations import SCHEMA_VERSION
 
 ROOT = Path(__file__).parent.parent
 

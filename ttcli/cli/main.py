@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from ttcli.errors import (
+    AnswerConflictError,
     ConfigError,
     DatabaseBusyError,
     EmptyInputError,
@@ -39,6 +40,7 @@ EXIT_CODES: list[tuple[type[Exception], int]] = [
     (NodeError, 1),
     (InputError, 2),
     (InvalidFilterError, 2),
+    (AnswerConflictError, 2),
     (InvalidUpdateError, 2),
     (EmptyInputError, 2),
     (ConfigError, 2),

@@ -35,8 +35,8 @@ from typing import Any
 from ttcli.errors import CorruptValueError, SerializationError
 from ttcli.graph.messages import Message, copy_message
 from ttcli.savers import serde
-from ttcli.savers.params import chunks
 from ttcli.savers.serde import Ref
+from ttcli.savers.sqlite.params import chunks
 
 INLINE_MAX = 24  # values encoding to at most this many bytes stay inline
 RECORD_ENTRY_MIN = 48  # map entries at least this large become blobs of their own

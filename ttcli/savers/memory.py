@@ -5,12 +5,14 @@ from __future__ import annotations
 import builtins
 import copy
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 from ttcli.configs import CheckpointRef, RunnableConfig
 from ttcli.errors import CheckpointNotFoundError
 from ttcli.savers.base import (
+    RESUME,
     WRITES_IDX_MAP,
     BaseSaver,
     Checkpoint,
@@ -18,6 +20,8 @@ from ttcli.savers.base import (
     PendingWrite,
     TaskWrite,
     ThreadSummary,
+    check_child_id,
+    merged_answers,
     metadata_matches,
     validate_filter,
 )
@@ -44,6 +48,26 @@ class InMemorySaver(BaseSaver):
         self._threads: dict[_Key, dict[str, _Stored]] = {}
         self._info: dict[str, dict[str, Any]] = {}
         self._lock = threading.RLock()
+        #: inside a batch: how to take back each of its writes
+        self._undo: list[Callable[[], None]] | None = None
+
+    @contextmanager
+    def batch(self) -> Iterator[None]:
+        """All of the block's writes, or none of them if the block raises (as the SQLite
+        saver's transaction)."""
+        with self._lock:
+            if self._undo is not None:  # part of the batch around it
+                yield
+                return
+            self._undo = []
+            try:
+                yield
+            except BaseException:
+                for undo in reversed(self._undo):
+                    undo()
+                raise
+            finally:
+                self._undo = None
 
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         ref = self.ref(config)
@@ -90,13 +114,15 @@ class InMemorySaver(BaseSaver):
         new_versions: Mapping[str, int],
     ) -> RunnableConfig:
         ref = self.ref(config)
+        check_child_id(checkpoint["id"], ref.checkpoint_id)
         stored = _Stored(
             copy.deepcopy(checkpoint), copy.deepcopy(dict(metadata)), ref.checkpoint_id
         )
+        key, checkpoint_id = (ref.thread_id, ref.checkpoint_ns), checkpoint["id"]
         with self._lock:
-            self._threads.setdefault((ref.thread_id, ref.checkpoint_ns), {})[checkpoint["id"]] = (
-                stored
-            )
+            self._threads.setdefault(key, {})[checkpoint_id] = stored
+            if self._undo is not None:
+                self._undo.append(lambda: self._forget(key, checkpoint_id))
         return ref.at(checkpoint["id"]).to_config()
 
     def put_writes(
@@ -115,8 +141,13 @@ class InMemorySaver(BaseSaver):
                 raise CheckpointNotFoundError(str(ref.checkpoint_id), ref.thread_id)
             for position, (channel, value) in enumerate(writes):
                 idx = WRITES_IDX_MAP.get(channel, position)
-                if replace or (task_id, idx) not in stored.writes:
+                before = stored.writes.get((task_id, idx))
+                if channel == RESUME and before is not None:
+                    value = merged_answers(before[2], value, ref.thread_id)
+                if replace or before is None:
                     stored.writes[(task_id, idx)] = (task_path, channel, copy.deepcopy(value))
+                    if self._undo is not None:
+                        self._undo.append(_restore(stored.writes, (task_id, idx), before))
 
     def get_writes(self, config: RunnableConfig) -> builtins.list[TaskWrite]:
         ref = self.ref(config)
@@ -167,6 +198,12 @@ class InMemorySaver(BaseSaver):
             ]
         yield from found
 
+    def _forget(self, key: _Key, checkpoint_id: str) -> None:
+        thread = self._threads.get(key, {})
+        thread.pop(checkpoint_id, None)
+        if not thread:
+            self._threads.pop(key, None)
+
     def _tuple(self, ref: CheckpointRef, checkpoint_id: str, stored: _Stored) -> CheckpointTuple:
         # sorted by (task_path, task_id, idx): the order the runtime applies writes in
         ordered = sorted(stored.writes.items(), key=lambda item: (item[1][0], *item[0]))
@@ -181,6 +218,16 @@ class InMemorySaver(BaseSaver):
             parent_config=ref.at(stored.parent_id).to_config() if stored.parent_id else None,
             pending_writes=writes,
         )
+
+
+def _restore(writes: dict[Any, Any], key: Any, before: Any) -> Callable[[], None]:
+    def undo() -> None:
+        if before is None:
+            writes.pop(key, None)
+        else:
+            writes[key] = before
+
+    return undo
 
 
 #: LangGraph's older name for the same saver.

@@ -6,7 +6,7 @@ import sqlite3
 from pathlib import Path
 
 from ttcli.errors import SchemaVersionError, StorageError
-from ttcli.savers.sqlite_errors import storage_error
+from ttcli.savers.sqlite.errors import storage_error
 
 SCHEMA_VERSION = 5
 
@@ -35,7 +35,7 @@ MIGRATIONS: dict[int, str] = {
 
 
 def schema_sql() -> str:
-    return (Path(__file__).parent / "schema.sql").read_text(encoding="utf-8")
+    return (Path(__file__).parent.parent / "schema.sql").read_text(encoding="utf-8")
 
 
 def ensure_schema(conn: sqlite3.Connection, path: str) -> None:

@@ -22,9 +22,9 @@ from ttcli.configs import CheckpointRef
 from ttcli.errors import StorageError
 from ttcli.savers import serde
 from ttcli.savers.blobs import entry_refs
-from ttcli.savers.params import chunks
 from ttcli.savers.records import State, pending_refs, state_refs, unpack_parent
 from ttcli.savers.serde import Ref
+from ttcli.savers.sqlite.params import chunks
 
 if TYPE_CHECKING:
     from ttcli.savers.sqlite import SqliteSaver
@@ -82,8 +82,8 @@ class RowCopy:
         """Copy every checkpoint below `below` that the target lacks; returns how many."""
         copied, after, unchecked = 0, b"", None
         while True:
-            with self.source.read() as sconn:
-                source_key = self.source._thread_key(sconn, self.ref)
+            with self.source.connection.read() as sconn:
+                source_key = self.source.rows.thread_key(sconn, self.ref)
                 if source_key is None:
                     return copied
                 rows = sconn.execute(
@@ -95,7 +95,7 @@ class RowCopy:
                 last, rows = len(rows) <= PAGE, rows[:PAGE]
                 with self.target.batch():
                     tconn = self.target.conn
-                    target_key = self.target._thread_key(tconn, self.ref, create=True)
+                    target_key = self.target.rows.thread_key(tconn, self.ref, create=True)
                     assert target_key is not None
                     self.notice_others(tconn)
                     self.share_names(sconn, tconn)
@@ -114,7 +114,7 @@ class RowCopy:
         since the last page, or the target saver deleted blobs (from another Python thread):
         some of them may be gone."""
         (version,) = tconn.execute("PRAGMA data_version").fetchone()
-        seen = (version, self.target.blob_deletions)
+        seen = (version, self.target.deletion.blob_deletions)
         if seen != self.version:
             self.blobs.clear()
         self.version = seen
@@ -195,7 +195,7 @@ class _Page:
 
     def copy(self, rows: list[Any], last: bool) -> int:
         ids = [row[0] for row in rows]
-        present = set(self.c.target._present(self.tconn, self.target_key, set(ids)))
+        present = set(self.c.target.rows.present(self.tconn, self.target_key, set(ids)))
         todo = [row for row in rows if row[0] not in present]
         tables = self._tables(ids)
         raws = {row[0]: serde.loads(row[7]) for row in todo}
@@ -228,7 +228,9 @@ class _Page:
                 latest = checkpoint_id
             else:
                 (latest,) = self.tconn.execute(_LATEST, (self.target_key,)).fetchone()
-                follows = target._place(self.tconn, self.target_key, checkpoint_id, parent, latest)
+                follows = target.writer.place(
+                    self.tconn, self.target_key, checkpoint_id, parent, latest
+                )
             # a delta needs its parent in the target: older, it is there by now, unless the
             # clocks of two processes disagreed (a source row whose parent was deleted is
             # stored in full already)
@@ -285,7 +287,7 @@ class _Page:
     def _translated(self, checkpoint_id: bytes) -> State:
         """The source's resolved state of a checkpoint, with its blobs copied and their
         keys translated."""
-        resolved = self.c.source._state(self.sconn, self.source_key, checkpoint_id)
+        resolved = self.c.source.states.resolve(self.sconn, self.source_key, checkpoint_id)
         if resolved is None:
             raise StorageError(f"checkpoint '{uuid.UUID(bytes=checkpoint_id)}' vanished")
         entries = [e[1] for e in resolved.channels.values() if len(e) == 2]
@@ -396,9 +398,9 @@ class _Page:
         no other connection has changed the file and this saver has deleted no blob since.
         """
         (version,) = self.tconn.execute("PRAGMA data_version").fetchone()
-        known = self.c.target.copy_floor
+        known = self.c.target.deletion.copy_floor
         floor = newest if known is None or known[1] != version else known[0]
-        self.c.target.copy_floor = (floor, version)
+        self.c.target.deletion.copy_floor = (floor, version)
         return floor
 
     # -- the check -------------------------------------------------------------------------
@@ -427,8 +429,8 @@ class _Page:
             if checkpoint_id == last and not self._settled(checkpoint_id):
                 carried = checkpoint_id
                 continue
-            theirs = self.c.source._pending(self.sconn, self.source_key, checkpoint_id)
-            ours = self.c.target._pending(self.tconn, self.target_key, checkpoint_id)
+            theirs = self.c.source.pending.merged(self.sconn, self.source_key, checkpoint_id)
+            ours = self.c.target.pending.merged(self.tconn, self.target_key, checkpoint_id)
             if _translated_pending(self.c, theirs) != ours:
                 self._fail(checkpoint_id)
         self._check_blobs()
@@ -445,7 +447,7 @@ class _Page:
         ):
             return False  # a delta must have its parent beside it
         if checkpoint_id in self.full:
-            resolved = self.c.target._state(self.tconn, self.target_key, checkpoint_id)
+            resolved = self.c.target.states.resolve(self.tconn, self.target_key, checkpoint_id)
             expected_state = self._translated(checkpoint_id)
             return (
                 resolved is not None
