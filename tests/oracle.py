@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import re
+from collections.abc import Callable
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -12,39 +13,30 @@ from typing import Any
 import langgraph.config as lg_config
 import langgraph.graph as lg
 import langgraph.types as lg_types
+import pytest
 from langgraph.checkpoint.memory import InMemorySaver as LgInMemorySaver
 
 import ttcli
+from tests.conftest import SAVERS
 from ttcli.savers.sqlite import SqliteSaver
 
 _UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 
-TTCLI = SimpleNamespace(
-    name="ttcli",
-    StateGraph=ttcli.StateGraph,
-    START=ttcli.START,
-    END=ttcli.END,
-    Saver=ttcli.InMemorySaver,
-    interrupt=ttcli.interrupt,
-    Command=ttcli.Command,
-    Send=ttcli.Send,
-    MessagesState=ttcli.MessagesState,
-    add_messages=ttcli.add_messages,
-    get_stream_writer=ttcli.get_stream_writer,
-)
-LANGGRAPH = SimpleNamespace(
-    name="langgraph",
-    StateGraph=lg.StateGraph,
-    START=lg.START,
-    END=lg.END,
-    Saver=LgInMemorySaver,
-    interrupt=lg_types.interrupt,
-    Command=lg_types.Command,
-    Send=lg_types.Send,
-    MessagesState=lg.MessagesState,
-    add_messages=lg.add_messages,
-    get_stream_writer=lg_config.get_stream_writer,
-)
+# each name a scenario uses: (ttcli's, LangGraph's)
+_API: dict[str, tuple[Any, Any]] = {
+    "StateGraph": (ttcli.StateGraph, lg.StateGraph),
+    "START": (ttcli.START, lg.START),
+    "END": (ttcli.END, lg.END),
+    "Saver": (ttcli.InMemorySaver, LgInMemorySaver),
+    "interrupt": (ttcli.interrupt, lg_types.interrupt),
+    "Command": (ttcli.Command, lg_types.Command),
+    "Send": (ttcli.Send, lg_types.Send),
+    "MessagesState": (ttcli.MessagesState, lg.MessagesState),
+    "add_messages": (ttcli.add_messages, lg.add_messages),
+    "get_stream_writer": (ttcli.get_stream_writer, lg_config.get_stream_writer),
+}
+TTCLI = SimpleNamespace(name="ttcli", **{name: pair[0] for name, pair in _API.items()})
+LANGGRAPH = SimpleNamespace(name="langgraph", **{name: pair[1] for name, pair in _API.items()})
 
 
 def cfg(thread: str = "t", **configurable: Any) -> dict[str, Any]:
@@ -111,3 +103,17 @@ def ttcli_api(backend: str, tmp_path: Path) -> SimpleNamespace:
         return SqliteSaver(tmp_path / f"{next(files)}.db")
 
     return SimpleNamespace(**{**vars(TTCLI), "Saver": saver})
+
+
+Scenario = Callable[[SimpleNamespace], Any]
+
+
+def same_as_langgraph(scenarios: list[Scenario]) -> Callable[..., None]:
+    """A test that runs each scenario on LangGraph and on ttcli (each saver) and compares."""
+
+    @pytest.mark.parametrize("backend", SAVERS)
+    @pytest.mark.parametrize("scenario", scenarios, ids=[s.__name__ for s in scenarios])
+    def test_same_as_langgraph(scenario: Scenario, backend: str, tmp_path: Path) -> None:
+        assert scenario(ttcli_api(backend, tmp_path)) == scenario(LANGGRAPH)
+
+    return test_same_as_langgraph

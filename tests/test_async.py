@@ -4,24 +4,26 @@ aget_state_history and aupdate_state, with async and sync nodes under both APIs.
 from __future__ import annotations
 
 import asyncio
-import operator
-from collections.abc import Callable
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Annotated, Any, TypedDict
+from typing import Any
 
 import pytest
 
 from tests import graphs
 from tests.conftest import SAVERS
-from tests.oracle import LANGGRAPH, cfg, history_of, normalise, plain, ttcli_api
+from tests.graphs import LogState
+from tests.oracle import (
+    LANGGRAPH,
+    Scenario,
+    cfg,
+    history_of,
+    normalise,
+    plain,
+    same_as_langgraph,
+    ttcli_api,
+)
 from ttcli.savers.base import BaseSaver
-
-Scenario = Callable[[SimpleNamespace], Any]
-
-
-class LogState(TypedDict):
-    log: Annotated[list[str], operator.add]
 
 
 def mixed(api: SimpleNamespace) -> Any:
@@ -90,10 +92,7 @@ SCENARIOS: list[Scenario] = [
 ]
 
 
-@pytest.mark.parametrize("backend", SAVERS)
-@pytest.mark.parametrize("scenario", SCENARIOS, ids=[s.__name__ for s in SCENARIOS])
-def test_same_as_langgraph(scenario: Scenario, backend: str, tmp_path: Path) -> None:
-    assert scenario(ttcli_api(backend, tmp_path)) == scenario(LANGGRAPH)
+test_same_as_langgraph = same_as_langgraph(SCENARIOS)
 
 
 def async_nodes(api: SimpleNamespace, *, use_async: bool) -> Any:

@@ -7,18 +7,13 @@ histories are compared after normalising what legitimately differs (ids, timesta
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
 from tests import graphs
-from tests.conftest import SAVERS
-from tests.oracle import LANGGRAPH, cfg, history_of, plain, ttcli_api
-
-Scenario = Callable[[SimpleNamespace], Any]
+from tests.oracle import Scenario, cfg, history_of, plain, same_as_langgraph
 
 
 def linear_run(api: SimpleNamespace) -> Any:
@@ -366,7 +361,4 @@ SCENARIOS: list[Scenario] = [
 ]
 
 
-@pytest.mark.parametrize("backend", SAVERS)
-@pytest.mark.parametrize("scenario", SCENARIOS, ids=[s.__name__ for s in SCENARIOS])
-def test_same_as_langgraph(scenario: Scenario, backend: str, tmp_path: Path) -> None:
-    assert scenario(ttcli_api(backend, tmp_path)) == scenario(LANGGRAPH)
+test_same_as_langgraph = same_as_langgraph(SCENARIOS)

@@ -3,12 +3,10 @@ LangChain message objects (langchain-core is a test-only dependency, as LangGrap
 
 from __future__ import annotations
 
-import operator
 import sqlite3
-from collections.abc import Callable
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Annotated, Any, Literal, TypedDict
+from typing import Any, Literal
 
 import pytest
 from langchain_core.messages import (
@@ -21,15 +19,9 @@ from langchain_core.messages import (
 from langchain_core.runnables import RunnableConfig, RunnableLambda
 
 import ttcli
-from tests.conftest import SAVERS
-from tests.oracle import LANGGRAPH, cfg, history_of, plain, ttcli_api
+from tests.graphs import LogState
+from tests.oracle import Scenario, cfg, history_of, plain, same_as_langgraph
 from ttcli.savers.sqlite import SqliteSaver
-
-Scenario = Callable[[SimpleNamespace], Any]
-
-
-class LogState(TypedDict):
-    log: Annotated[list[str], operator.add]
 
 
 def command_annotations(api: SimpleNamespace) -> Any:
@@ -93,10 +85,7 @@ def chat(api: SimpleNamespace) -> Any:
 SCENARIOS: list[Scenario] = [command_annotations, runnable_nodes, chat]
 
 
-@pytest.mark.parametrize("backend", SAVERS)
-@pytest.mark.parametrize("scenario", SCENARIOS, ids=[s.__name__ for s in SCENARIOS])
-def test_same_as_langgraph(scenario: Scenario, backend: str, tmp_path: Path) -> None:
-    assert scenario(ttcli_api(backend, tmp_path)) == scenario(LANGGRAPH)
+test_same_as_langgraph = same_as_langgraph(SCENARIOS)
 
 
 def test_messages_from_another_library_are_stored_as_ttcli_messages(tmp_path: Path) -> None:

@@ -3,25 +3,25 @@ from `get_stream_writer()`, several modes at once, and `durability="sync"|"async
 
 from __future__ import annotations
 
-import operator
 from collections.abc import Callable
-from pathlib import Path
 from types import SimpleNamespace
-from typing import Annotated, Any, TypedDict
+from typing import Any
 
 import pytest
 
 from tests import graphs
-from tests.conftest import SAVERS
-from tests.oracle import LANGGRAPH, TTCLI, cfg, history_of, plain, ttcli_api
+from tests.graphs import LogState
+from tests.oracle import (
+    TTCLI,
+    Scenario,
+    cfg,
+    history_of,
+    plain,
+    same_as_langgraph,
+)
 
-Scenario = Callable[[SimpleNamespace], Any]
 # the name LangGraph looks for, under `from __future__ import annotations`, to pass `writer`
 StreamWriter = Callable[[Any], None]
-
-
-class LogState(TypedDict):
-    log: Annotated[list[str], operator.add]
 
 
 def talkative(api: SimpleNamespace) -> Any:
@@ -117,10 +117,7 @@ SCENARIOS: list[Scenario] = [
 ]
 
 
-@pytest.mark.parametrize("backend", SAVERS)
-@pytest.mark.parametrize("scenario", SCENARIOS, ids=[s.__name__ for s in SCENARIOS])
-def test_same_as_langgraph(scenario: Scenario, backend: str, tmp_path: Path) -> None:
-    assert scenario(ttcli_api(backend, tmp_path)) == scenario(LANGGRAPH)
+test_same_as_langgraph = same_as_langgraph(SCENARIOS)
 
 
 def test_get_stream_writer_outside_a_node_is_an_error() -> None:

@@ -5,17 +5,10 @@ node, their checkpoints under `node:<task id>`, interrupts resumed from the pare
 from __future__ import annotations
 
 import operator
-from collections.abc import Callable
-from pathlib import Path
 from types import SimpleNamespace
 from typing import Annotated, Any, TypedDict
 
-import pytest
-
-from tests.conftest import SAVERS
-from tests.oracle import LANGGRAPH, cfg, normalise, plain, ttcli_api
-
-Scenario = Callable[[SimpleNamespace], Any]
+from tests.oracle import Scenario, cfg, normalise, plain, same_as_langgraph
 
 
 class Outer(TypedDict):
@@ -202,7 +195,4 @@ SCENARIOS: list[Scenario] = [
 ]
 
 
-@pytest.mark.parametrize("backend", SAVERS)
-@pytest.mark.parametrize("scenario", SCENARIOS, ids=[s.__name__ for s in SCENARIOS])
-def test_same_as_langgraph(scenario: Scenario, backend: str, tmp_path: Path) -> None:
-    assert scenario(ttcli_api(backend, tmp_path)) == scenario(LANGGRAPH)
+test_same_as_langgraph = same_as_langgraph(SCENARIOS)

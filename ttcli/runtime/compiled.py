@@ -15,6 +15,7 @@ from ttcli.runtime.aio import in_thread
 from ttcli.runtime.commands import GraphInterrupt, current_scratchpad
 from ttcli.runtime.loop import Run
 from ttcli.runtime.plan import GraphPlan
+from ttcli.runtime.settings import RunSettings
 from ttcli.runtime.subgraphs import SUBGRAPH, node_names, subgraph_input
 from ttcli.runtime.types import StateSnapshot
 from ttcli.savers import serde
@@ -139,19 +140,17 @@ class CompiledStateGraph:
             loop, durability = loop or link.loop, durability or link.durability
             modes = tuple(dict.fromkeys([*modes, *(link.modes or ())]))
         before, after = options.get("interrupt_before"), options.get("interrupt_after")
-        return Run(
-            self,
-            input,
-            config,
+        settings = RunSettings(
             saver=saver,
-            interrupt_before=self.interrupt_before_nodes if before is None else before,
-            interrupt_after=self.interrupt_after_nodes if after is None else after,
+            interrupt_before=tuple(self.interrupt_before_nodes if before is None else before),
+            interrupt_after=tuple(self.interrupt_after_nodes if after is None else after),
             modes=modes,
             durability=durability,
             loop=loop,
             link=link,
             subgraphs=bool(options.get("subgraphs")),
         )
+        return Run(self, input, config, settings)
 
     @staticmethod
     def _chunks(run: Run, stream_mode: str | Sequence[str]) -> Iterator[Any]:

@@ -7,13 +7,12 @@ planned from, so a crash, a failing sibling or an interrupt never costs finished
 
 from __future__ import annotations
 
-import asyncio
 import queue
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from ttcli.configs import CheckpointRef, RunnableConfig
+from ttcli.configs import RunnableConfig
 from ttcli.errors import (
     CheckpointNotFoundError,
     ConfigError,
@@ -53,13 +52,12 @@ from ttcli.runtime.commands import (
 from ttcli.runtime.execute import Chunk, Event, Finished, Outcome, execute
 from ttcli.runtime.pending import TaskRecord, answers, null_writes, records
 from ttcli.runtime.recorder import Recorder
-from ttcli.runtime.subgraphs import ParentLink, task_namespace
-from ttcli.savers.base import BaseSaver, PendingWrite
+from ttcli.runtime.settings import RunSettings, recursion_limit, where
+from ttcli.runtime.subgraphs import ParentLink, child_parents, task_namespace
+from ttcli.savers.base import PendingWrite
 
 if TYPE_CHECKING:
     from ttcli.runtime.compiled import CompiledStateGraph
-
-DEFAULT_RECURSION_LIMIT = 10007  # LangGraph 1.2's default
 
 
 class Run:
@@ -70,36 +68,19 @@ class Run:
         graph: CompiledStateGraph,
         input: Any,  # noqa: A002 - LangGraph's name
         config: RunnableConfig | None,
-        *,
-        saver: BaseSaver | None,
-        interrupt_before: Sequence[str],
-        interrupt_after: Sequence[str],
-        modes: Sequence[str] = ("values",),
-        loop: asyncio.AbstractEventLoop | None = None,
-        durability: str | None = None,
-        link: ParentLink | None = None,
-        subgraphs: bool = False,
+        settings: RunSettings,
     ) -> None:
         self.plan = graph.plan
-        self.saver = saver
-        self.recorder = Recorder(self.saver, durability)
-        self.durability = durability
+        self.settings = settings
+        self.saver, self.link, self.loop = settings.saver, settings.link, settings.loop
+        self.recorder = Recorder(self.saver, settings.durability)
         self.input = input
         self.config: RunnableConfig = dict(config or {})
-        self.interrupt_before = tuple(interrupt_before)
-        self.interrupt_after = tuple(interrupt_after)
-        self.debug = "debug" in modes
-        self.modes = tuple(modes)
-        #: the run this one is a subgraph of, if it is one
-        self.link = link
-        #: whether subgraphs pass their chunks up to this run's stream
-        self.forwarding = subgraphs or (link is not None and link.modes is not None)
+        self.debug = "debug" in settings.modes
+        self.forwarding = settings.forwarding
         #: chunks nodes (and subgraphs) write as they run, when the caller streams them
-        self.chunks: queue.SimpleQueue[Chunk] | None = (
-            queue.SimpleQueue() if self.forwarding or {"custom", "messages"} & set(modes) else None
-        )
-        #: the event loop of an async caller, on which async nodes run
-        self.loop = loop
+        streams = self.forwarding or {"custom", "messages"} & set(settings.modes)
+        self.chunks: queue.SimpleQueue[Chunk] | None = queue.SimpleQueue() if streams else None
         #: the interrupts the run stopped at, if it stopped at any
         self.interrupts: list[Interrupt] = []
         #: an answer given when no interrupt was waiting, for the first `interrupt()` to ask
@@ -107,7 +88,7 @@ class Run:
         #: the writes of a superstep's only task, saved with the checkpoint it leads to
         self.deferred: tuple[str, str, list[tuple[str, Any]]] | None = None
         self.limit = recursion_limit(self.config)
-        self.ref = _where(self.config, checked=self.saver is not None)
+        self.ref = where(self.config, checked=self.saver is not None)
         if isinstance(input, Command) and input.resume is not None and self.saver is None:
             raise RuntimeError("Cannot use Command(resume=...) without checkpointer")
 
@@ -133,8 +114,8 @@ class Run:
             )
             if not tasks:
                 return
-            if self.interrupt_before and should_interrupt(
-                self.checkpoint, self.interrupt_before, tasks
+            if self.settings.interrupt_before and should_interrupt(
+                self.checkpoint, self.settings.interrupt_before, tasks
             ):
                 yield "updates", {INTERRUPT: ()}
                 return
@@ -145,8 +126,8 @@ class Run:
             writes = {task.name: task.output for task in tasks if task.name != START} or None
             yield from self._put_checkpoint("loop", writes, updated)
             yield "values", self.plan.values(self.channels)
-            if self.interrupt_after and should_interrupt(
-                self.checkpoint, self.interrupt_after, tasks
+            if self.settings.interrupt_after and should_interrupt(
+                self.checkpoint, self.settings.interrupt_after, tasks
             ):
                 yield "updates", {INTERRUPT: ()}
                 return
@@ -236,15 +217,7 @@ class Run:
 
     def _run_tasks(self, tasks: list[Task]) -> Iterator[Chunk]:
         found = records(self.pending)
-        to_run = []
-        for task in tasks:
-            record = found.get(task.id)
-            if record is not None and record.finished:
-                # finished before a crash, a failing sibling or an interrupt: reuse its writes
-                task.writes = record.writes
-                task.output = {k: v for k, v in task.writes if k in self.plan.state_keys} or None
-            else:
-                to_run.append(task)
+        to_run = [task for task in tasks if not self._reuse(task, found.get(task.id))]
         # the START task is plumbing: LangGraph hides it from debug events, and so do we
         shown = [task for task in to_run if task.name != START] if self.debug else []
         for task in shown:
@@ -255,24 +228,9 @@ class Run:
                 yield event
                 continue
             task, outcome = event
-            if isinstance(outcome, GraphInterrupt):
-                raised = list(outcome.interrupts)
-                self._save_writes(task.id, task.path_text, [(INTERRUPT, raised)])
-                self.interrupts += raised
-                yield "updates", {INTERRUPT: tuple(raised)}
-            elif isinstance(outcome, ParentCommand):  # for the parent graph: not an error here
+            if outcome is not None and not isinstance(outcome, GraphInterrupt):
                 errors[task.id] = outcome
-            elif outcome is not None:
-                errors[task.id] = outcome
-                self._save_writes(task.id, task.path_text, [(ERROR, repr(outcome))])
-            else:
-                writes = task.writes or [(NO_WRITES, None)]
-                if len(tasks) == 1:  # saved with the checkpoint it leads to: one commit a step
-                    self.deferred = (task.id, task.path_text, writes)
-                else:  # each as it finishes: after a crash only unfinished tasks run again
-                    self._save_writes(task.id, task.path_text, writes)
-                if task.name != START:
-                    yield "updates", {task.name: task.output}
+            yield from self._take_outcome(task, outcome, alone=len(tasks) == 1)
             if task in shown:
                 yield "debug", debug.result_event(self.plan, task, outcome, self.step)
         for task in tasks:
@@ -286,6 +244,35 @@ class Run:
             values = self.plan.values(channels)
             for interrupt in self.interrupts:
                 yield "values", {**values, INTERRUPT: (interrupt,)}
+
+    def _reuse(self, task: Task, record: TaskRecord | None) -> bool:
+        """Whether the task finished before (a crash, a failing sibling, an interrupt): then it
+        is not run again, and its saved writes are its writes."""
+        if record is None or not record.finished:
+            return False
+        task.writes = record.writes
+        task.output = {k: v for k, v in task.writes if k in self.plan.state_keys} or None
+        return True
+
+    def _take_outcome(self, task: Task, outcome: Outcome, *, alone: bool) -> Iterator[Chunk]:
+        """Save what a task did, and stream its update or interrupt."""
+        if isinstance(outcome, GraphInterrupt):
+            raised = list(outcome.interrupts)
+            self._save_writes(task.id, task.path_text, [(INTERRUPT, raised)])
+            self.interrupts += raised
+            yield "updates", {INTERRUPT: tuple(raised)}
+        elif isinstance(outcome, ParentCommand):  # for the parent graph: not an error here
+            return
+        elif outcome is not None:
+            self._save_writes(task.id, task.path_text, [(ERROR, repr(outcome))])
+        else:
+            writes = task.writes or [(NO_WRITES, None)]
+            if alone:  # saved with the checkpoint it leads to: one commit a step
+                self.deferred = (task.id, task.path_text, writes)
+            else:  # each as it finishes: after a crash only unfinished tasks run again
+                self._save_writes(task.id, task.path_text, writes)
+            if task.name != START:
+                yield "updates", {task.name: task.output}
 
     def _execute(self, tasks: list[Task], found: dict[str, TaskRecord]) -> Iterator[Event]:
         def call(task: Task) -> Outcome:
@@ -303,22 +290,20 @@ class Run:
 
     def _link(self, task: Task) -> ParentLink:
         """What a subgraph the task runs takes from this run."""
-        parents = dict(self.link.parents) if self.link is not None else {}
-        if self.parent.checkpoint_id is not None:
-            parents[self.ref.checkpoint_ns] = self.parent.checkpoint_id
+        forward = self.chunks.put if self.forwarding and self.chunks is not None else None
         return ParentLink(
             saver=self.saver,
             thread_id=self.ref.thread_id,
             namespace=task_namespace(self.ref.checkpoint_ns, task.name, task.id),
-            parents=parents,
-            durability=self.durability,
+            parents=child_parents(self.link, self.ref.at(self.parent.checkpoint_id)),
+            durability=self.settings.durability,
             loop=self.loop,
-            modes=self.modes if self.forwarding else None,
-            forward=self.chunks.put if self.forwarding and self.chunks is not None else None,
+            modes=self.settings.modes if forward else None,
+            forward=forward,
         )
 
     def _writer(self, chunk: Any) -> None:
-        if self.chunks is not None and "custom" in self.modes:
+        if self.chunks is not None and "custom" in self.settings.modes:
             self.chunks.put(("custom", chunk))
 
     def _call(self, task: Task) -> Outcome:
@@ -388,20 +373,3 @@ class Run:
                     self.plan, self.parent.to_config(), checkpoint, metadata, parent_config
                 ),
             )
-
-
-def recursion_limit(config: RunnableConfig) -> int:
-    limit = config.get("recursion_limit", DEFAULT_RECURSION_LIMIT)
-    if not isinstance(limit, int) or limit < 1:
-        raise ConfigError("recursion_limit must be at least 1")
-    return limit
-
-
-def _where(config: RunnableConfig, *, checked: bool) -> CheckpointRef:
-    """The thread a run is on (which a run that saves nothing need not name)."""
-    if checked:
-        return CheckpointRef.from_config(config)
-    configurable = config.get("configurable") or {}
-    return CheckpointRef(
-        str(configurable.get("thread_id", "")), configurable.get("checkpoint_ns") or ""
-    )

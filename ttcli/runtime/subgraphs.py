@@ -75,6 +75,15 @@ def task_namespace(parent: str, node: str, task_id: str) -> str:
     return f"{parent}{NS_SEP}{segment}" if parent else segment
 
 
+def child_parents(link: ParentLink | None, at: CheckpointRef) -> dict[str, str]:
+    """The `parents` metadata of a subgraph run by a task planned at `at`: the enclosing
+    graphs' checkpoints, by namespace."""
+    parents = dict(link.parents) if link is not None else {}
+    if at.checkpoint_id is not None:
+        parents[at.checkpoint_ns] = at.checkpoint_id
+    return parents
+
+
 def node_names(namespace: str) -> list[str]:
     """The nodes a namespace passes through, outermost first."""
     return [segment.split(NS_END, 1)[0] for segment in namespace.split(NS_SEP)] if namespace else []

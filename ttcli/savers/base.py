@@ -321,43 +321,27 @@ class BaseSaver(ABC):
     def ref(config: RunnableConfig) -> CheckpointRef:
         return CheckpointRef.from_config(config)
 
-    # The async API, as LangGraph names it: each runs the sync method on a worker thread, so
-    # an event loop is never blocked by storage. A natively async backend overrides them.
+    # The async API, as LangGraph names it (arguments as the sync method's): each runs the
+    # sync method on a worker thread, so an event loop is never blocked by storage. A natively
+    # async backend overrides them.
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         return await asyncio.to_thread(self.get_tuple, config)
 
     async def alist(
-        self,
-        config: RunnableConfig | None,
-        *,
-        filter: Mapping[str, Any] | None = None,  # noqa: A002
-        before: RunnableConfig | None = None,
-        limit: int | None = None,
+        self, config: RunnableConfig | None, **options: Any
     ) -> AsyncIterator[CheckpointTuple]:
         def page() -> builtins.list[CheckpointTuple]:
-            return builtins.list(self.list(config, filter=filter, before=before, limit=limit))
+            return builtins.list(self.list(config, **options))
 
         for found in await asyncio.to_thread(page):
             yield found
 
-    async def aput(
-        self,
-        config: RunnableConfig,
-        checkpoint: Checkpoint,
-        metadata: Mapping[str, Any],
-        new_versions: Mapping[str, int],
-    ) -> RunnableConfig:
-        return await asyncio.to_thread(self.put, config, checkpoint, metadata, new_versions)
+    async def aput(self, *args: Any, **kwargs: Any) -> RunnableConfig:
+        return await asyncio.to_thread(self.put, *args, **kwargs)
 
-    async def aput_writes(
-        self,
-        config: RunnableConfig,
-        writes: Sequence[tuple[str, Any]],
-        task_id: str,
-        task_path: str = "",
-    ) -> None:
-        await asyncio.to_thread(self.put_writes, config, writes, task_id, task_path)
+    async def aput_writes(self, *args: Any, **kwargs: Any) -> None:
+        await asyncio.to_thread(self.put_writes, *args, **kwargs)
 
     async def adelete_thread(self, thread_id: str) -> None:
         await asyncio.to_thread(self.delete_thread, thread_id)
