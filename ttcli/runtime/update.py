@@ -16,7 +16,7 @@ from ttcli.runtime.checkpoints import checkpoint_metadata, new_checkpoint, new_v
 from ttcli.runtime.commands import Command
 from ttcli.runtime.pending import answers, null_writes, records
 from ttcli.runtime.plan import GraphPlan
-from ttcli.savers.base import BaseSaver, Checkpoint
+from ttcli.savers.base import BaseSaver, Checkpoint, PendingWrite
 
 
 def update_state(
@@ -74,14 +74,19 @@ def update_state(
             raise InvalidUpdateError(
                 "An update as END takes no values: use update_state(config, None, as_node=END)"
             )
-        # every task due here counts as done, with no writes
-        tasks = prepare_tasks(plan, checkpoint, channels, step, ref.checkpoint_ns)
+        tasks = _all_done(
+            prepare_tasks(plan, checkpoint, channels, step, ref.checkpoint_ns),
+            pending,
+        )
         written = None
     else:
         updates, writes = plan.node_writes(node, values, channels, config)
         writes += goto
         tasks = [Task(id="", name=node, path=(PULL, node), triggers=(INTERRUPT,), writes=writes)]
         written = {node: updates}
+        for due in prepare_tasks(plan, checkpoint, channels, step, ref.checkpoint_ns):
+            if due.name == node:  # the update is that task's result, where it was due
+                saver.put_writes(parent.to_config(), writes, due.id, due.path_text)
     before = dict(checkpoint["channel_versions"])
     updated = apply_writes(checkpoint, channels, tasks)
     new = new_checkpoint(checkpoint, channels, step, updated, latest=latest_id)
@@ -91,6 +96,17 @@ def update_state(
     return saver.put(
         parent.to_config(), new, metadata, new_versions(before, new["channel_versions"])
     )
+
+
+def _all_done(tasks: list[Task], pending: list[PendingWrite]) -> list[Task]:
+    """The tasks due at a checkpoint as done (an update as END): those that finished with
+    their saved writes, the others with none."""
+    found = records(pending)
+    for task in tasks:
+        record = found.get(task.id)
+        if record is not None and record.finished:
+            task.writes = record.writes
+    return tasks
 
 
 def default_as_node(plan: GraphPlan, checkpoint: Checkpoint) -> str:
