@@ -107,7 +107,42 @@ def durability_exit_paused_and_failed(api: SimpleNamespace) -> Any:
     )
 
 
+def debug_events(api: SimpleNamespace) -> Any:
+    """Debug events in order, on a first run, a resume and a failed parallel step."""
+    app = graphs.review(api).compile(checkpointer=api.Saver())
+    first = [event_view(e) for e in app.stream({"plan": "", "log": []}, cfg(), stream_mode="debug")]
+    resumed = [
+        event_view(e) for e in app.stream(api.Command(resume="ok"), cfg(), stream_mode="debug")
+    ]
+    failing = graphs.fan_out(api, fail={"c"}).compile(checkpointer=api.Saver())
+    failed: list[Any] = []
+    with pytest.raises(ValueError, match="boom in c"):
+        for event in failing.stream({"log": []}, cfg("f"), stream_mode="debug"):
+            failed.append(event_view(event))
+    # the two parallel tasks' events come in the order they happen to finish, on either runtime
+    return first, resumed, sorted(map(repr, failed))
+
+
+def event_view(event: dict[str, Any]) -> Any:
+    """A debug event without what differs between runtimes: ids, times, `writes` metadata."""
+    payload = {
+        k: v for k, v in event["payload"].items() if k not in ("id", "config", "parent_config")
+    }
+    if "tasks" in payload:
+        payload["tasks"] = [
+            (t["name"], [i["value"] for i in t["interrupts"]]) for t in payload["tasks"]
+        ]
+    if "interrupts" in payload:
+        payload["interrupts"] = [i["value"] for i in payload["interrupts"]]
+    if "metadata" in payload:
+        payload["metadata"] = {k: v for k, v in payload["metadata"].items() if k != "writes"}
+    if isinstance(payload.get("error"), BaseException):
+        payload["error"] = repr(payload["error"])
+    return event["type"], event["step"], sorted(event), payload
+
+
 SCENARIOS: list[Scenario] = [
+    debug_events,
     default_mode,
     custom_chunks,
     several_modes,

@@ -3,16 +3,18 @@ checkpoint, a `task` event when a task starts and a `task_result` event when it 
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from dataclasses import asdict
 from typing import Any
 
 from ttcli.configs import RunnableConfig
 from ttcli.runtime.algo import Task
 from ttcli.runtime.checkpoints import utc_now
-from ttcli.runtime.commands import GraphInterrupt
+from ttcli.runtime.commands import GraphInterrupt, Interrupt
 from ttcli.runtime.execute import Outcome
 from ttcli.runtime.plan import GraphPlan
 from ttcli.runtime.snapshots import snapshot_of
-from ttcli.savers.base import Checkpoint
+from ttcli.savers.base import Checkpoint, PendingWrite
 
 
 def event(kind: str, step: int, payload: dict[str, Any]) -> dict[str, Any]:
@@ -25,13 +27,14 @@ def task_event(task: Task, task_input: Any, step: int) -> dict[str, Any]:
 
 
 def result_event(plan: GraphPlan, task: Task, outcome: Outcome, step: int) -> dict[str, Any]:
-    interrupted = isinstance(outcome, GraphInterrupt)
+    interrupts = outcome.interrupts if isinstance(outcome, GraphInterrupt) else ()
     payload = {
         "id": task.id,
         "name": task.name,
-        "error": repr(outcome) if outcome is not None and not interrupted else None,
+        # the exception itself, as LangGraph gives it
+        "error": None if isinstance(outcome, GraphInterrupt) else outcome,
         "result": {k: v for k, v in task.writes if k in plan.state_keys},
-        "interrupts": list(outcome.interrupts) if isinstance(outcome, GraphInterrupt) else [],
+        "interrupts": list(_plain(interrupts)),
     }
     return event("task_result", step, payload)
 
@@ -42,8 +45,9 @@ def checkpoint_event(
     checkpoint: Checkpoint,
     metadata: dict[str, Any],
     parent_config: RunnableConfig | None,
+    pending: list[PendingWrite],
 ) -> dict[str, Any]:
-    snapshot = snapshot_of(plan, config, checkpoint, metadata, parent_config, [])
+    snapshot = snapshot_of(plan, config, checkpoint, metadata, parent_config, pending)
     payload = {
         "config": snapshot.config,
         "parent_config": parent_config,
@@ -51,7 +55,13 @@ def checkpoint_event(
         "metadata": metadata,
         "next": list(snapshot.next),
         "tasks": [
-            {"id": t.id, "name": t.name, "interrupts": (), "state": None} for t in snapshot.tasks
+            {"id": t.id, "name": t.name, "interrupts": _plain(t.interrupts), "state": None}
+            for t in snapshot.tasks
         ],
     }
     return event("checkpoint", metadata["step"], payload)
+
+
+def _plain(interrupts: Iterable[Interrupt]) -> tuple[dict[str, Any], ...]:
+    """Interrupts as LangGraph's debug events show them: as dicts."""
+    return tuple(asdict(found) for found in interrupts)

@@ -54,7 +54,7 @@ from ttcli.runtime.pending import TaskRecord, answers, null_writes, records
 from ttcli.runtime.recorder import Recorder
 from ttcli.runtime.settings import RunSettings, recursion_limit, where
 from ttcli.runtime.subgraphs import ParentLink, child_parents, task_namespace
-from ttcli.savers.base import PendingWrite
+from ttcli.savers.base import Checkpoint, PendingWrite
 
 if TYPE_CHECKING:
     from ttcli.runtime.compiled import CompiledStateGraph
@@ -140,6 +140,7 @@ class Run:
         self.metadata: dict[str, Any] = saved.metadata if saved else {"step": -2}
         self.pending: list[PendingWrite] = list(saved.pending_writes or []) if saved else []
         self.parent = self.ref.at(saved.checkpoint["id"] if saved else None)
+        self.loaded_parent = saved.parent_config if saved else None
         self.recorder.loaded(self.checkpoint["channel_versions"])
         self.channels = self.plan.restore(self.checkpoint["channel_values"])
         self.step = int(self.metadata["step"]) + 1
@@ -172,6 +173,8 @@ class Run:
         forks = time_travel and (
             self.metadata.get("source") not in ("update", "fork") or self.superseded
         )
+        if self.debug and not forks:  # a resume's first event: the checkpoint it goes on from
+            yield "debug", self._checkpoint_event(self.checkpoint, self.metadata, self.pending)
         if command is not None:
             # a fork carries the Command's writes itself: none are stored on the checkpoint
             # it was addressed at, whose other children replay it
@@ -367,9 +370,17 @@ class Run:
         self.latest_id = checkpoint["id"]
         self.step += 1
         if self.debug:
-            yield (
-                "debug",
-                debug.checkpoint_event(
-                    self.plan, self.parent.to_config(), checkpoint, metadata, parent_config
-                ),
-            )
+            yield "debug", self._checkpoint_event(checkpoint, metadata, [], parent_config)
+
+    def _checkpoint_event(
+        self,
+        checkpoint: Checkpoint,
+        metadata: dict[str, Any],
+        pending: list[PendingWrite],
+        parent_config: RunnableConfig | None = None,
+    ) -> dict[str, Any]:
+        parent_config = parent_config if checkpoint is not self.checkpoint else self.loaded_parent
+        config = self.ref.at(checkpoint["id"]).to_config()
+        return debug.checkpoint_event(
+            self.plan, config, checkpoint, metadata, parent_config, pending
+        )
