@@ -8,6 +8,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from langchain_core.messages import AIMessage, HumanMessage
 
 from tests import graphs
 from tests.graphs import LogState
@@ -141,7 +142,37 @@ def event_view(event: dict[str, Any]) -> Any:
     return event["type"], event["step"], sorted(event), payload
 
 
+def messages_mode(api: SimpleNamespace) -> Any:
+    """The messages nodes write, each once: not those they were given and return again."""
+
+    def bot(state: Any) -> dict[str, Any]:
+        return {"messages": [AIMessage("hello", id="ai-1"), AIMessage("no id")]}
+
+    def echo(state: Any) -> dict[str, Any]:
+        return {"messages": [*state["messages"], AIMessage("echoed")]}
+
+    builder = api.StateGraph(api.MessagesState)
+    builder.add_node("bot", bot)
+    builder.add_node("echo", echo)
+    builder.add_edge(api.START, "bot")
+    builder.add_edge("bot", "echo")
+    app = builder.compile(checkpointer=api.Saver())
+    given = {"messages": [HumanMessage("hi", id="h1")]}
+    chunks = list(app.stream(given, cfg(), stream_mode=["messages", "updates"]))
+    return [
+        (mode, plain(chunk[0]), drop(chunk[1], "langgraph_checkpoint_ns"))
+        if mode == "messages"
+        else (mode, plain(chunk))
+        for mode, chunk in chunks
+    ]
+
+
+def drop(mapping: dict[str, Any], key: str) -> dict[str, Any]:
+    return {k: v for k, v in mapping.items() if k != key}
+
+
 SCENARIOS: list[Scenario] = [
+    messages_mode,
     debug_events,
     default_mode,
     custom_chunks,

@@ -24,7 +24,7 @@ from ttcli.savers.base import BaseSaver
 if TYPE_CHECKING:
     from ttcli.graph.builder import StateGraph
 
-STREAM_MODES = ("values", "updates", "debug", "custom")
+STREAM_MODES = ("values", "updates", "debug", "custom", "messages")
 
 
 class RunOptions(TypedDict, total=False):

@@ -50,6 +50,7 @@ from ttcli.runtime.commands import (
     run_in_task,
 )
 from ttcli.runtime.execute import Chunk, Event, Finished, Outcome, execute
+from ttcli.runtime.messages_mode import message_chunks
 from ttcli.runtime.pending import TaskRecord, answers, null_writes, records
 from ttcli.runtime.recorder import Recorder
 from ttcli.runtime.settings import RunSettings, recursion_limit, where
@@ -275,7 +276,16 @@ class Run:
             else:  # each as it finishes: after a crash only unfinished tasks run again
                 self._save_writes(task.id, task.path_text, writes)
             if task.name != START:
+                if "messages" in self.settings.modes:
+                    yield from self._message_chunks(task)
                 yield "updates", {task.name: task.output}
+
+    def _message_chunks(self, task: Task) -> Iterator[Chunk]:
+        namespace = task_namespace(self.ref.checkpoint_ns, task.name, task.id)
+        for chunk in message_chunks(
+            task, self._task_input(task), self.step, namespace, self.ref.thread_id
+        ):
+            yield "messages", chunk
 
     def _execute(self, tasks: list[Task], found: dict[str, TaskRecord]) -> Iterator[Event]:
         def call(task: Task) -> Outcome:

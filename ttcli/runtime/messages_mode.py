@@ -1,0 +1,43 @@
+"""`stream_mode="messages"`: the chat messages a node wrote, with where they come from.
+
+LangGraph streams a LangChain chat model's tokens through LangChain's callbacks; ttcli does
+not import LangChain, so it streams what nodes return: each message a node writes that was
+not in its input, once the node finishes, as `(message, metadata)`, like LangGraph does for
+messages no model streamed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from ttcli.runtime.algo import Task
+
+
+def message_chunks(
+    task: Task, task_input: Any, step: int, namespace: str, thread_id: str
+) -> Iterator[tuple[Any, dict[str, Any]]]:
+    seen = {message.id for message in _messages(task_input)}
+    metadata = {
+        "thread_id": thread_id,
+        "ls_integration": "langgraph",
+        "langgraph_step": step,
+        "langgraph_node": task.name,
+        "langgraph_triggers": task.triggers,
+        "langgraph_path": task.path,
+        "langgraph_checkpoint_ns": namespace,
+    }
+    for message in _messages(task.output or {}):
+        if message.id not in seen:
+            seen.add(message.id)
+            yield message, dict(metadata)
+
+
+def _messages(values: Any) -> Iterator[Any]:
+    """The message objects among a state's (or an update's) values."""
+    if not isinstance(values, Mapping):
+        values = getattr(values, "__dict__", {})
+    for value in values.values():
+        for item in value if isinstance(value, list | tuple) else [value]:
+            if isinstance(getattr(item, "type", None), str) and hasattr(item, "content"):
+                yield item
