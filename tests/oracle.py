@@ -83,7 +83,9 @@ def plain(value: Any) -> Any:
 
 def message_fields(message: Any) -> tuple[Any, ...]:
     message_id = message.id
-    if isinstance(message_id, str) and _UUID.match(message_id):
+    # None too: LangGraph's add_messages gives a task's returned message its id in place, so
+    # the task's recorded result has it or not depending on when the write was saved
+    if message_id is None or isinstance(message_id, str) and _UUID.match(message_id):
         message_id = "<uuid>"
     tool_calls = [(c["name"], c["args"], c["id"]) for c in getattr(message, "tool_calls", [])]
     return (message.type, message.content, message_id, getattr(message, "name", None), tool_calls)

@@ -93,5 +93,8 @@ def test_message_reads_like_langchain_and_compares_like_a_dict() -> None:
     assert message == {"type": "ai", "content": "hi", "id": "1"}
     assert repr(message) == "AIMessage(content='hi', id='1')"
     assert repr(Message("x", type="tool", id="2")) == "Message(type='tool', content='x', id='2')"
+    # fields LangChain's classes always have read as their defaults, without being stored
+    assert (message.tool_calls, message.name, message.additional_kwargs) == ([], None, {})
+    assert "tool_calls" not in message
     with pytest.raises(AttributeError):
-        _ = message.tool_calls
+        _ = message.no_such_field

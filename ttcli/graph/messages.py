@@ -7,6 +7,7 @@ messages reads the same and the stored form stays plain data.
 
 from __future__ import annotations
 
+import copy
 import operator
 import uuid
 from collections.abc import Sequence
@@ -32,6 +33,8 @@ class Message(dict[str, Any]):
     """A chat message: a dict with `type`, `content` and `id`, readable as attributes."""
 
     message_type = ""
+    #: what reading an absent field gives, as LangChain's message classes default them
+    defaults: dict[str, Any] = {"name": None, "additional_kwargs": {}, "response_metadata": {}}
 
     def __init__(self, content: Any = "", **fields: Any) -> None:
         fields.setdefault("type", self.message_type or fields.get("type", "human"))
@@ -42,6 +45,8 @@ class Message(dict[str, Any]):
         try:
             return self[name]
         except KeyError:
+            if name in self.defaults:
+                return copy.copy(self.defaults[name])
             raise AttributeError(name) from None
 
     def __repr__(self) -> str:
@@ -57,6 +62,8 @@ class HumanMessage(Message):
 
 class AIMessage(Message):
     message_type = "ai"
+    defaults = {**Message.defaults, "tool_calls": [], "invalid_tool_calls": []}
+    defaults["usage_metadata"] = None
 
 
 class SystemMessage(Message):
@@ -65,6 +72,7 @@ class SystemMessage(Message):
 
 class ToolMessage(Message):
     message_type = "tool"
+    defaults = {**Message.defaults, "artifact": None, "status": "success"}
 
 
 class RemoveMessage(Message):

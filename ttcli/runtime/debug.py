@@ -47,7 +47,9 @@ def checkpoint_event(
     parent_config: RunnableConfig | None,
     pending: list[PendingWrite],
 ) -> dict[str, Any]:
-    snapshot = snapshot_of(plan, config, checkpoint, metadata, parent_config, pending)
+    snapshot = snapshot_of(
+        plan, config, checkpoint, metadata, parent_config, pending, declared_order=False
+    )
     payload = {
         "config": snapshot.config,
         "parent_config": parent_config,

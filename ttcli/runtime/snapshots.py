@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from ttcli.configs import CheckpointRef, RunnableConfig
-from ttcli.graph.constants import INPUT
+from ttcli.graph.constants import INPUT, PULL
 from ttcli.runtime.algo import Task, apply_writes, bookkeeping_copy, prepare_tasks
 from ttcli.runtime.pending import TaskRecord, null_writes, records
 from ttcli.runtime.plan import GraphPlan
@@ -29,6 +29,7 @@ def snapshot_of(
     pending_writes: list[PendingWrite],
     *,
     live: bool = False,
+    declared_order: bool = True,
 ) -> StateSnapshot:
     channels = plan.restore(checkpoint["channel_values"])
     checkpoint = bookkeeping_copy(checkpoint)
@@ -36,6 +37,9 @@ def snapshot_of(
         apply_writes(checkpoint, channels, [Task("", INPUT, (), (), writes=found)])
     namespace = CheckpointRef.from_config(config).checkpoint_ns
     tasks = prepare_tasks(plan, checkpoint, channels, int(metadata["step"]) + 1, namespace)
+    if declared_order:  # a snapshot lists nodes as the graph declares them, as LangGraph's does
+        order = {name: index for index, name in enumerate(plan.nodes)}
+        tasks.sort(key=lambda task: (task.path[0] == PULL, order.get(task.name, 0)))
     by_task = records(pending_writes)
     finished: list[Task] = []
     described: list[PregelTask] = []
