@@ -5,6 +5,7 @@ node, their checkpoints under `node:<task id>`, interrupts resumed from the pare
 from __future__ import annotations
 
 import operator
+import re
 from types import SimpleNamespace
 from typing import Annotated, Any, TypedDict
 
@@ -185,7 +186,29 @@ def nested_two_levels(api: SimpleNamespace) -> Any:
     return paused, (deepest.values, deepest.next, parents), done, calls
 
 
+def two_subgraphs_in_one_node(api: SimpleNamespace) -> Any:
+    """A node that runs a subgraph twice: each run saves under a namespace of its own."""
+    calls: list[str] = []
+    sub = inner_graph(api, calls)
+
+    def twice(state: Outer) -> dict[str, Any]:
+        first = sub.invoke({"log": ["first"]})
+        second = sub.invoke({"log": ["second"]})
+        return {"log": [*first["log"], *second["log"]]}
+
+    app = outer_graph(api, twice)
+    app.invoke({"log": [], "x": 0}, cfg())
+    done = plain(app.invoke(api.Command(resume="G"), cfg()))
+    again = app.invoke(api.Command(resume="H"), cfg())
+    namespaces = {
+        re.sub(r":[0-9a-f-]{36}", ":<task>", t.config["configurable"]["checkpoint_ns"])
+        for t in app.checkpointer.list(None)
+    }
+    return done, again, calls, sorted(namespaces)
+
+
 SCENARIOS: list[Scenario] = [
+    two_subgraphs_in_one_node,
     compiled_node,
     graph_in_a_function,
     handoff,

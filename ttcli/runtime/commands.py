@@ -116,6 +116,8 @@ class TaskScratchpad:
     #: the run's answer given when no interrupt was waiting: the first question takes it
     spare: list[Any] = field(default_factory=list)
     count: int = 0
+    #: how many subgraphs the task has run so far
+    subgraph_calls: int = 0
 
     def take_answer(self) -> tuple[bool, Any]:
         """The newest answer not yet used by this task's own `interrupt()` calls, for the

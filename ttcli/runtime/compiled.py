@@ -135,8 +135,14 @@ class CompiledStateGraph:
         saver, durability = self.checkpointer, options.get("durability")
         scratchpad = current_scratchpad()
         link = scratchpad.link if scratchpad is not None and saver is None else None
-        if link is not None:  # run inside a task of another graph: a subgraph of it
-            saver, config, input = link.saver, link.config(config), subgraph_input(link, input)
+        if scratchpad is not None and link is not None:  # run inside a task: a subgraph
+            link = link.repeated(scratchpad.subgraph_calls)
+            scratchpad.subgraph_calls += 1
+            saver, config, input = (
+                link.saver,
+                link.config(config),
+                subgraph_input(link, input, self.plan),
+            )
             loop, durability = loop or link.loop, durability or link.durability
             modes = tuple(dict.fromkeys([*modes, *(link.modes or ())]))
         before, after = options.get("interrupt_before"), options.get("interrupt_after")

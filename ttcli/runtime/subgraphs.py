@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from ttcli.configs import CheckpointRef, RunnableConfig
@@ -21,6 +21,7 @@ from ttcli.savers.base import BaseSaver
 
 if TYPE_CHECKING:
     from ttcli.runtime.compiled import CompiledStateGraph
+    from ttcli.runtime.plan import GraphPlan
 
 #: separates the levels of a nested namespace, and a node's name from its task id
 NS_SEP = "|"
@@ -47,7 +48,16 @@ class ParentLink:
 
     @property
     def segment(self) -> str:
-        return self.namespace.rsplit(NS_SEP, 1)[-1]
+        """This subgraph's part of the namespace: `<node>:<task id>`, then `|<n>` for the
+        n-th other subgraph run by the same task."""
+        parts = self.namespace.split(NS_SEP)
+        last = parts.pop()
+        return last if NS_END in last else f"{parts[-1]}{NS_SEP}{last}"
+
+    def repeated(self, count: int) -> ParentLink:
+        """The link of the `count`-th subgraph run by the same task (counting from 0): each
+        saves apart, as in LangGraph."""
+        return self if count == 0 else replace(self, namespace=f"{self.namespace}{NS_SEP}{count}")
 
     def config(self, config: RunnableConfig | None) -> RunnableConfig:
         """The subgraph's config: the caller's, in the parent's thread and the task's namespace."""
@@ -86,17 +96,22 @@ def child_parents(link: ParentLink | None, at: CheckpointRef) -> dict[str, str]:
 
 def node_names(namespace: str) -> list[str]:
     """The nodes a namespace passes through, outermost first."""
-    return [segment.split(NS_END, 1)[0] for segment in namespace.split(NS_SEP)] if namespace else []
+    segments = namespace.split(NS_SEP) if namespace else []
+    return [segment.split(NS_END, 1)[0] for segment in segments if NS_END in segment]
 
 
-def subgraph_input(link: ParentLink, given: Any) -> Any:
+def subgraph_input(link: ParentLink, given: Any, plan: GraphPlan) -> Any:
     """What a subgraph starts from: `given` the first time its task runs; when the task runs
     again (a resume), nothing new, or the parent's answer to the interrupt it is waiting on."""
     if link.saver is None:
         return given
+    from ttcli.runtime.history import get_state
+
     ref = CheckpointRef(link.thread_id, link.namespace)
     if link.saver.get_tuple(ref.to_config()) is None:
         return given
+    if not get_state(plan, link.saver, ref.to_config()).next:
+        return None  # it ran to its end before: the answer is for another subgraph
     scratchpad = current_scratchpad()
     answered, answer = scratchpad.take_answer() if scratchpad else (False, None)
     return Command(resume=answer) if answered else None
