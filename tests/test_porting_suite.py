@@ -29,6 +29,7 @@ IMPORTS = (
     "from langgraph.types import",
     "from langgraph.config import",
     "from langgraph.checkpoint.memory import",
+    "from langgraph.prebuilt import",
 )
 
 

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
         ToolMessage,
         add_messages,
     )
+    from ttcli.graph.prebuilt import ToolNode, tools_condition
     from ttcli.runtime.commands import Command, Interrupt, Send, get_stream_writer, interrupt
     from ttcli.runtime.compiled import CompiledStateGraph
     from ttcli.runtime.types import PregelTask, StateSnapshot
@@ -62,10 +63,12 @@ __all__ = [
     "StateSnapshot",
     "SystemMessage",
     "ToolMessage",
+    "ToolNode",
     "TtcliError",
     "add_messages",
     "get_stream_writer",
     "interrupt",
+    "tools_condition",
 ]
 
 _WHERE = {
@@ -84,6 +87,8 @@ _WHERE = {
     "SystemMessage": "ttcli.graph.messages",
     "ToolMessage": "ttcli.graph.messages",
     "add_messages": "ttcli.graph.messages",
+    "ToolNode": "ttcli.graph.prebuilt",
+    "tools_condition": "ttcli.graph.prebuilt",
     "Command": "ttcli.runtime.commands",
     "Interrupt": "ttcli.runtime.commands",
     "Send": "ttcli.runtime.commands",
