@@ -4,6 +4,7 @@ node, their checkpoints under `node:<task id>`, interrupts resumed from the pare
 
 from __future__ import annotations
 
+import asyncio
 import operator
 import re
 from types import SimpleNamespace
@@ -207,7 +208,39 @@ def two_subgraphs_in_one_node(api: SimpleNamespace) -> Any:
     return done, again, calls, sorted(namespaces)
 
 
+def parent_update_while_paused(api: SimpleNamespace) -> Any:
+    """An update to the parent while its subgraph waits: the subgraph starts again in a new
+    namespace, and the answer sent next goes to its first question."""
+    calls: list[str] = []
+    app = outer_graph(api, inner_graph(api, calls))
+    app.invoke({"log": [], "x": 0}, cfg())
+    app.update_state(cfg(), {"x": 5}, as_node="pre")
+    done = app.invoke(api.Command(resume="Z"), cfg())
+    return done, calls, thread_view(app)
+
+
+def async_subgraph(api: SimpleNamespace) -> Any:
+    """An async node awaiting a subgraph's ainvoke, under the parent's ainvoke."""
+    calls: list[str] = []
+    sub = inner_graph(api, calls)
+
+    async def child(state: Outer) -> dict[str, Any]:
+        found = await sub.ainvoke({"log": ["async"]})
+        return {"log": found["log"]}
+
+    app = outer_graph(api, child)
+
+    async def scenario() -> Any:
+        paused = plain(await app.ainvoke({"log": [], "x": 0}, cfg()))
+        done = await app.ainvoke(api.Command(resume="W"), cfg())
+        return paused, done
+
+    return asyncio.run(scenario()), calls, thread_view(app)
+
+
 SCENARIOS: list[Scenario] = [
+    parent_update_while_paused,
+    async_subgraph,
     two_subgraphs_in_one_node,
     compiled_node,
     graph_in_a_function,

@@ -85,7 +85,7 @@ class Run:
         #: the interrupts the run stopped at, if it stopped at any
         self.interrupts: list[Interrupt] = []
         #: an answer given when no interrupt was waiting, for the first `interrupt()` to ask
-        self.spare: list[Any] = []
+        self.spare: list[Any] = self.link.spare if self.link is not None else []
         #: the writes of a superstep's only task, saved with the checkpoint it leads to
         self.deferred: tuple[str, str, list[tuple[str, Any]]] | None = None
         self.limit = recursion_limit(self.config)
@@ -313,6 +313,7 @@ class Run:
             loop=self.loop,
             modes=self.settings.modes if forward else None,
             forward=forward,
+            spare=self.spare,
         )
 
     def _writer(self, chunk: Any) -> None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from ttcli.configs import CheckpointRef, RunnableConfig
@@ -45,6 +45,8 @@ class ParentLink:
     #: the stream modes to pass up, when the caller streams subgraphs; else None
     modes: tuple[str, ...] | None
     forward: Callable[[tuple[str, Any]], None] | None
+    #: the parent run's answer given when no interrupt waited: a question in here may take it
+    spare: list[Any] = field(default_factory=list)
 
     @property
     def segment(self) -> str:
