@@ -7,6 +7,7 @@ Command, Send` is the only change a ported graph needs.
 from __future__ import annotations
 
 import contextvars
+import functools
 import hashlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -111,13 +112,18 @@ class TaskScratchpad:
     resume: list[Any]
     #: what `get_stream_writer()` hands the node: sends a `custom` stream chunk
     writer: Callable[[Any], None] = lambda chunk: None
-    #: what a subgraph run inside this task takes from the task's run
-    link: ParentLink | None = None
+    #: makes what a subgraph run inside this task takes from the task's run (made on demand:
+    #: most tasks run none)
+    make_link: Callable[[], ParentLink] | None = None
     #: the run's answer given when no interrupt was waiting: the first question takes it
     spare: list[Any] = field(default_factory=list)
     count: int = 0
     #: how many subgraphs the task has run so far
     subgraph_calls: int = 0
+
+    @functools.cached_property
+    def link(self) -> ParentLink | None:
+        return self.make_link() if self.make_link is not None else None
 
     def take_answer(self) -> tuple[bool, Any]:
         """The newest answer not yet used by this task's own `interrupt()` calls, for the

@@ -10,6 +10,7 @@ from __future__ import annotations
 import queue
 from collections.abc import Iterator
 from dataclasses import replace
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from ttcli.configs import RunnableConfig
@@ -292,7 +293,7 @@ class Run:
             record = found.get(task.id)
             resume = list(record.resume) if record is not None else []
             scratchpad = TaskScratchpad(
-                task.name, task.id, resume, self._writer, self._link(task), self.spare
+                task.name, task.id, resume, self._writer, partial(self._link, task), self.spare
             )
             outcome: Outcome = run_in_task(scratchpad, self._call, task)
             if isinstance(outcome, GraphInterrupt):

@@ -28,6 +28,8 @@ def node_call(action: Any) -> NodeCall:
     if not inspect.isroutine(action) and (hasattr(action, "invoke") or hasattr(action, "ainvoke")):
         return functools.partial(_call_object, action)
     names = parameter_names(action)
+    if not {"config", "writer"} & names:
+        return lambda state, config, loop: resolve(action(state), loop)
 
     def call(state: Any, config: RunnableConfig, loop: asyncio.AbstractEventLoop | None) -> Any:
         # LangGraph's injected keywords, for the nodes that ask for them by name
@@ -53,7 +55,7 @@ def _call_object(
 
 def resolve(output: Any, loop: asyncio.AbstractEventLoop | None) -> Any:
     """`output`, or what it gives once awaited if a node handed back an awaitable."""
-    if not inspect.isawaitable(output):
+    if output is None or type(output) is dict or not inspect.isawaitable(output):
         return output
     return run_awaitable(output, loop)
 
