@@ -18,6 +18,7 @@ from typing import Any, NamedTuple, TypedDict
 
 from ttcli.configs import CheckpointRef, RunnableConfig
 from ttcli.errors import InvalidFilterError
+from ttcli.savers.serde import Serializer
 
 FILTER_KEY = re.compile(r"^[A-Za-z0-9_.-]+$")
 
@@ -99,6 +100,9 @@ def metadata_matches(metadata: Mapping[str, Any], filter_: Mapping[str, Any]) ->
 
 class BaseSaver(ABC):
     """Stores checkpoints, their metadata and the pending writes of their tasks."""
+
+    #: encodes and decodes the values stored; each saver owns its own (see savers/serde.py)
+    serde: Serializer
 
     @abstractmethod
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:

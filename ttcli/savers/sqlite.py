@@ -28,7 +28,6 @@ from ttcli.errors import (
     SerializationError,
     StorageError,
 )
-from ttcli.savers import serde
 from ttcli.savers.base import (
     NOT_LOADED,
     WRITES_IDX_MAP,
@@ -56,7 +55,7 @@ from ttcli.savers.records import (
     state_refs,
     unpack_parent,
 )
-from ttcli.savers.serde import Ref
+from ttcli.savers.serde import Ref, Serializer
 from ttcli.savers.sqlite_copy import RowCopy
 from ttcli.savers.sqlite_errors import storage_error
 from ttcli.uuid6 import dashed, id_micros
@@ -217,8 +216,16 @@ class SqliteSaver(BaseSaver):
             graph = builder.compile(checkpointer=saver)
     """
 
-    def __init__(self, path: str | Path, *, busy_timeout: float = DEFAULT_BUSY_TIMEOUT) -> None:
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        busy_timeout: float = DEFAULT_BUSY_TIMEOUT,
+        serde: Serializer | None = None,
+    ) -> None:
         self.path = str(path)
+        #: decodes what the file stores; by default a new `Serializer()` of its own
+        self.serde = serde or Serializer()
         try:
             self.conn = sqlite3.connect(
                 self.path, timeout=busy_timeout, isolation_level=None, check_same_thread=False
@@ -226,8 +233,8 @@ class SqliteSaver(BaseSaver):
         except sqlite3.Error as exc:
             raise StorageError(f"cannot open {self.path}: {exc}") from None
         self._lock = threading.RLock()
-        self.blobs = BlobStore(self.conn)
-        self.names = Names(self.conn)
+        self.blobs = BlobStore(self.conn, self.serde)
+        self.names = Names(self.conn, self.serde)
         self._states: OrderedDict[tuple[int, bytes], State] = OrderedDict()
         #: bytes of rows and values deleted through this saver (committed or not), so that
         #: `prune` can say what it freed without reading the threads again
@@ -916,11 +923,11 @@ class SqliteSaver(BaseSaver):
             for state, moved in conn.execute(
                 f"SELECT state, parent_writes FROM checkpoints WHERE {where}", params
             ):
-                found.update(state_refs(serde.loads(state)))
+                found.update(state_refs(self.serde.loads(state)))
                 if moved is not None:
-                    found.update(pending_refs(serde.loads(moved)))
+                    found.update(pending_refs(self.serde.loads(moved)))
             for (tasks,) in conn.execute(f"SELECT tasks FROM writes WHERE {where}", params):
-                found.update(pending_refs(serde.loads(tasks)))
+                found.update(pending_refs(self.serde.loads(tasks)))
         return found
 
     def _state(

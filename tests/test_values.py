@@ -1,0 +1,81 @@
+"""What a stored value decodes to depends on the saver's serializer, never on import order."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.clitools import REVIEW, ROOT, data, ttcli
+from tests.conftest import SAVERS
+from tests.test_saver_contract import config, make_checkpoint
+from ttcli import InMemorySaver, Interrupt, Send, Serializer, SqliteSaver
+from ttcli.savers.base import BaseSaver
+
+
+def test_a_fresh_process_shows_what_a_paused_thread_waits_for(tmp_path: Path) -> None:
+    db = tmp_path / "review.db"
+    request = json.dumps({"request": "refund 7", "plan": "", "log": []})
+    asked = data(ttcli(db, "run", REVIEW, "-t", "r", "--input", request, "--json"))
+    interrupt = asked["waiting"][0]["interrupts"][0]
+    # a new interpreter that has imported nothing of the runtime reads the same file
+    shown = subprocess.run(
+        [sys.executable, "-m", "ttcli", "--db", str(db), "show", "-t", "r", "--json"],
+        capture_output=True, text=True, check=False, cwd=ROOT,
+    )  # fmt: skip
+    assert (shown.returncode, shown.stderr) == (0, "")
+    (task,) = json.loads(shown.stdout)["tasks"]
+    assert task["name"] == "review" and task["waiting"] is True
+    assert task["interrupts"] == [interrupt]
+    assert interrupt["value"] == {
+        "question": "Approve this plan?",
+        "plan": "cancel the order (refund 7)",
+    }
+
+
+@dataclass(frozen=True)
+class Parcel:
+    weight: int
+    label: str
+
+
+SaverFactory = Callable[[Serializer], BaseSaver]
+
+
+@pytest.fixture(params=SAVERS, ids=SAVERS)
+def new_saver(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[SaverFactory]:
+    opened: list[SqliteSaver] = []
+
+    def make(serde: Serializer) -> BaseSaver:
+        if request.param == "memory":
+            return InMemorySaver(serde=serde)
+        opened.append(SqliteSaver(tmp_path / f"{len(opened)}.db", serde=serde))
+        return opened[-1]
+
+    yield make
+    for sqlite_saver in opened:
+        sqlite_saver.close()
+
+
+def test_each_saver_decodes_with_its_own_serializer(new_saver: SaverFactory) -> None:
+    parcel = Parcel(3, "box")
+    plain = {"$type": f"{__name__}.Parcel", "data": {"weight": 3, "label": "box"}}
+    knows, ignores = new_saver(Serializer(types=[Parcel])), new_saver(Serializer())
+    for saver in (knows, ignores):
+        checkpoint = make_checkpoint(0, parcel=parcel, asked=Interrupt("ok?", "i1"))
+        stored = saver.put(config(), checkpoint, {"source": "loop", "step": 0}, {})
+        saver.put_writes(stored, [("parcel", parcel), ("sent", Send("n", parcel))], "task")
+    rebuilt, inert = knows.get_tuple(config()), ignores.get_tuple(config())
+    assert rebuilt is not None and rebuilt.pending_writes is not None
+    assert inert is not None and inert.pending_writes is not None
+    assert rebuilt.checkpoint["channel_values"]["parcel"] == parcel
+    assert inert.checkpoint["channel_values"]["parcel"] == plain
+    # ttcli's own types are always known, whatever was registered or imported
+    assert inert.checkpoint["channel_values"]["asked"] == Interrupt("ok?", "i1")
+    assert [v for _, _, v in rebuilt.pending_writes] == [parcel, Send("n", parcel)]
+    assert [v for _, _, v in inert.pending_writes] == [plain, Send("n", plain)]
