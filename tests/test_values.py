@@ -8,13 +8,26 @@ import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, TypedDict
 
 import pytest
 
 from tests.clitools import REVIEW, ROOT, data, ttcli
 from tests.conftest import SAVERS
 from tests.test_saver_contract import config, make_checkpoint
-from ttcli import InMemorySaver, Interrupt, Send, Serializer, SqliteSaver
+from ttcli import (
+    START,
+    Command,
+    InMemorySaver,
+    Interrupt,
+    Send,
+    Serializer,
+    SqliteSaver,
+    StateGraph,
+    values,
+)
+from ttcli.graph import messages
+from ttcli.runtime import commands
 from ttcli.savers.base import BaseSaver
 
 
@@ -79,3 +92,36 @@ def test_each_saver_decodes_with_its_own_serializer(new_saver: SaverFactory) -> 
     assert inert.checkpoint["channel_values"]["asked"] == Interrupt("ok?", "i1")
     assert [v for _, _, v in rebuilt.pending_writes] == [parcel, Send("n", parcel)]
     assert [v for _, _, v in inert.pending_writes] == [plain, Send("n", plain)]
+
+
+@dataclass(frozen=True)
+class Box:
+    size: int
+
+
+class Shipping(TypedDict):
+    box: Box
+
+
+def test_a_graph_registers_its_schema_types_on_its_own_saver_only(db_path: Path) -> None:
+    builder = StateGraph(Shipping)
+    builder.add_node("pack", lambda state: {"box": Box(state["box"].size + 1)})
+    builder.add_edge(START, "pack")
+    cfg: dict[str, Any] = {"configurable": {"thread_id": "t"}}
+    with SqliteSaver.from_conn_string(db_path) as running:
+        builder.compile(checkpointer=running).invoke({"box": Box(1)}, cfg)
+        assert builder.compile(checkpointer=running).get_state(cfg).values == {"box": Box(2)}
+        with SqliteSaver.from_conn_string(db_path) as reading:  # the same file
+            latest = reading.get_tuple(cfg)
+    assert latest is not None
+    assert latest.checkpoint["channel_values"]["box"] == {
+        "$type": f"{__name__}.Box",
+        "data": {"size": 2},
+    }
+
+
+def test_every_old_import_of_the_value_types_still_works() -> None:
+    moved = (values.Interrupt, values.Send, values.Command, values.Message, values.AIMessage)
+    assert (Interrupt, Send, Command) == moved[:3]  # from ttcli
+    assert (commands.Interrupt, commands.Send, commands.Command) == moved[:3]
+    assert (messages.Message, messages.AIMessage) == moved[3:]

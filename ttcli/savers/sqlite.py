@@ -264,9 +264,11 @@ class SqliteSaver(BaseSaver):
 
     @classmethod
     @contextmanager
-    def from_conn_string(cls, path: str | Path) -> Iterator[SqliteSaver]:
+    def from_conn_string(
+        cls, path: str | Path, *, serde: Serializer | None = None
+    ) -> Iterator[SqliteSaver]:
         """Open a saver for the block and close it after, like LangGraph's SqliteSaver."""
-        saver = cls(path)
+        saver = cls(path, serde=serde)
         try:
             yield saver
         finally:
