@@ -26,6 +26,7 @@ from ttcli import (
     StateGraph,
     values,
 )
+from ttcli.errors import SerializationError
 from ttcli.graph import messages
 from ttcli.runtime import commands
 from ttcli.savers.base import BaseSaver
@@ -125,3 +126,9 @@ def test_every_old_import_of_the_value_types_still_works() -> None:
     assert (Interrupt, Send, Command) == moved[:3]  # from ttcli
     assert (commands.Interrupt, commands.Send, commands.Command) == moved[:3]
     assert (messages.Message, messages.AIMessage) == moved[3:]
+
+
+def test_every_saver_refuses_a_value_it_cannot_store(saver: BaseSaver) -> None:
+    with pytest.raises(SerializationError, match="type builtins.object is not serialisable"):
+        saver.put(config(), make_checkpoint(0, odd=object()), {"source": "loop", "step": 0}, {})
+    assert saver.get_tuple(config()) is None
