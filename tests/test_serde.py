@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import builtins
+import copy
 import dataclasses
 import datetime as dt
 import enum
+import pickle
 import uuid
 from collections import namedtuple
 from decimal import Decimal
@@ -121,6 +123,23 @@ def test_a_type_registered_on_one_serializer_is_unknown_to_another() -> None:
     registered.register(Point)
     assert registered.loads(data) == Point(1)
     assert serde.loads(data) == Serializer().loads(data)
+
+
+@pytest.mark.parametrize("value", [Point(1, ("a",)), Color.RED, [{"p": Point(2)}]])
+def test_a_class_the_serializer_does_not_know_is_stored_again_as_it_was(value: Any) -> None:
+    data = serde.dumps(value)
+    plain = Serializer().loads(data)
+    assert serde.dumps(plain) == data
+    assert serde.dumps(copy.deepcopy(plain)) == data
+    assert serde.dumps(pickle.loads(pickle.dumps(plain))) == data
+    assert SERDE.loads(serde.dumps(plain)) == value
+
+
+def test_marked_data_changed_by_hand_is_stored_as_plain_data() -> None:
+    plain = Serializer().loads(serde.dumps(Point(1)))
+    plain["extra"] = 1
+    assert serde.loads(serde.dumps(plain)) == plain
+    assert SERDE.loads(serde.dumps(plain)) == plain  # no longer a Point's stored form
 
 
 def test_ttcli_own_types_keep_the_names_they_were_first_stored_under() -> None:

@@ -58,7 +58,17 @@ class Parcel:
     label: str
 
 
+@dataclass(frozen=True)
+class Tag:
+    """Small enough to be stored inline (see savers/blobs.py) under its short name."""
+
+    n: int
+
+
+Tag.__module__ = "m"  # an application's short module name
+
 SaverFactory = Callable[[Serializer], BaseSaver]
+LOOP = {"source": "loop", "step": 0}
 
 
 @pytest.fixture(params=SAVERS, ids=SAVERS)
@@ -132,3 +142,21 @@ def test_every_saver_refuses_a_value_it_cannot_store(saver: BaseSaver) -> None:
     with pytest.raises(SerializationError, match="type builtins.object is not serialisable"):
         saver.put(config(), make_checkpoint(0, odd=object()), {"source": "loop", "step": 0}, {})
     assert saver.get_tuple(config()) is None
+
+
+def test_a_saver_that_does_not_know_a_class_stores_and_copies_it_as_it_came(
+    tmp_path: Path,
+) -> None:
+    # a small value is kept inline, as decoded by the writer: its class must survive that
+    source, target = tmp_path / "source.db", tmp_path / "target.db"
+    with SqliteSaver.from_conn_string(source) as writer:
+        stored = writer.put(config(), make_checkpoint(0, small=Tag(1)), LOOP, {})
+        writer.put_writes(stored, [("small", Tag(2))], "task")
+        with SqliteSaver.from_conn_string(target) as copy:
+            assert writer.copy_rows(config(), "f" * 32, copy) == 1
+    for path in (source, target):
+        with SqliteSaver.from_conn_string(path, serde=Serializer(types=[Tag])) as reader:
+            found = reader.get_tuple(config())
+        assert found is not None and found.pending_writes is not None
+        assert found.checkpoint["channel_values"]["small"] == Tag(1)
+        assert found.pending_writes == [("task", "small", Tag(2))]

@@ -4,7 +4,9 @@ Plain msgpack covers None, bool, int, float, str, bytes, lists and maps. Everyth
 ext type whose code is fixed here (and in `schema.sql`). Decoding never imports a module and
 never calls a name found in the file: a class is rebuilt only if the `Serializer` decoding it
 knows it; any other typed value decodes to plain data with a type marker,
-`{"$type": "pkg.Cls", "data": {...}}`, so a hostile file yields inert dicts.
+`{"$type": "pkg.Cls", "data": {...}}` (a `TypedData`), so a hostile file yields inert dicts.
+Stored again unchanged, such data is stored as it was read: a saver that does not know a class
+never strips it from the values it writes or copies.
 
 Each saver owns a `Serializer` (`SqliteSaver(path, serde=...)`, `InMemorySaver(serde=...)`,
 like LangGraph's `BaseCheckpointSaver(serde=)`; by default a new `Serializer()`). It always
@@ -45,6 +47,29 @@ OWN_TYPES: dict[str, type] = {
     "ttcli.runtime.commands.Send": Send,
 }
 _STORED_NAMES = {cls: name for name, cls in OWN_TYPES.items()}
+
+
+class TypedData(dict[str, Any]):
+    """A value of a class its serializer does not know: `{"$type": name, "data": {...}}` (an
+    enum's: `"value"`). Plain data to read; stored again unchanged, it is stored as it was
+    read, so a saver that does not know a class never strips it from a value it copies."""
+
+    __slots__ = ("code",)
+
+    def __init__(self, code: int, name: str, data: Any) -> None:
+        super().__init__({TYPE_MARKER: name, _TYPED_KEYS[code]: data})
+        self.code = code
+
+    def __reduce__(self) -> Any:  # copies and pickles rebuild it, not a plain dict
+        payload = self.stored_form()
+        return (dict, (dict(self),)) if payload is None else (TypedData, (self.code, *payload))
+
+    def stored_form(self) -> list[Any] | None:
+        """[name, data] as the ext payload, or None once its keys were changed."""
+        key = _TYPED_KEYS[self.code]
+        if len(self) != 2 or key not in self or not isinstance(self.get(TYPE_MARKER), str):
+            return None
+        return [self[TYPE_MARKER], self[key]]
 
 
 class Ref(NamedTuple):
@@ -98,18 +123,18 @@ class Serializer:
         decode = _DECODERS.get(code)
         try:
             if code in _TYPED_KEYS:
-                return self._typed(payload, _TYPED_KEYS[code])
+                return self._typed(code, payload)
             if decode is None:
                 return {"$undecodable": {"ext": code, "bytes": data.hex()}}
             return decode(payload)
         except (TypeError, ValueError) as exc:
             raise CorruptValueError(f"undecodable ext type {code}: {exc}") from None
 
-    def _typed(self, payload: list[Any], key: str) -> Any:
+    def _typed(self, code: int, payload: list[Any]) -> Any:
         name, data = payload
         cls = self._types.get(name)
         if cls is None:
-            return {TYPE_MARKER: name, key: data}
+            return TypedData(code, name, data)
         if issubclass(cls, enum.Enum):
             return cls(data)
         if hasattr(cls, "model_validate"):
@@ -173,6 +198,8 @@ def _default(obj: Any) -> Any:  # noqa: PLR0911 - one branch per supported type
         return _ext(MESSAGE, _message_payload(obj))
     if isinstance(obj, Ref):  # the commonest ext in stored states: packed by hand
         return msgpack.ExtType(REF, _packed_uint(obj.key))
+    if isinstance(obj, TypedData) and (payload := obj.stored_form()) is not None:
+        return _ext(obj.code, payload)
     if isinstance(obj, enum.Enum):
         return _ext(ENUM, [type_name(type(obj)), obj.value])
     if isinstance(obj, tuple) and hasattr(obj, "_asdict"):
