@@ -160,3 +160,54 @@ def test_a_saver_that_does_not_know_a_class_stores_and_copies_it_as_it_came(
         assert found is not None and found.pending_writes is not None
         assert found.checkpoint["channel_values"]["small"] == Tag(1)
         assert found.pending_writes == [("task", "small", Tag(2))]
+
+
+def test_a_class_registered_after_a_read_is_rebuilt_by_the_next_read(saver: BaseSaver) -> None:
+    stored = saver.put(config(), make_checkpoint(0, small=Tag(1)), LOOP, {})
+    saver.put_writes(stored, [("small", Tag(2))], "task")
+    before = saver.get_tuple(config())
+    assert before is not None and before.checkpoint["channel_values"]["small"] == {
+        "$type": "m.Tag",
+        "data": {"n": 1},
+    }
+    saver.serde.register(Tag)
+    after = saver.get_tuple(config())
+    assert after is not None and after.checkpoint["channel_values"]["small"] == Tag(1)
+    assert after.pending_writes == [("task", "small", Tag(2))]
+
+
+COUNTER = """
+from dataclasses import dataclass
+from typing import TypedDict
+
+from ttcli import START, StateGraph
+
+
+@dataclass
+class Tally:
+    n: int
+
+
+class S(TypedDict, total=False):
+    tally: Tally
+    note: str
+
+
+def bump(state: S) -> S:
+    tally = state.get("tally")
+    return {"tally": Tally(tally.n + 1 if tally else 1)}
+
+
+graph = StateGraph(S)
+graph.add_node("bump", bump)
+graph.add_edge(START, "bump")
+"""
+
+
+def test_the_command_line_rebuilds_the_state_schema_types_it_runs_on(tmp_path: Path) -> None:
+    (tmp_path / "counter.py").write_text(COUNTER)
+    target, db = f"{tmp_path / 'counter.py'}:graph", tmp_path / "ttcli.db"
+    for expected in (1, 2, 3):
+        ran = ttcli(db, "run", target, "-t", "c", "--input", '{"note": "again"}', "--json")
+        assert ran.exit_code == 0, ran.stderr
+        assert data(ran)["values"]["tally"] == {"$type": "Tally", "n": expected}

@@ -35,13 +35,21 @@ class CompiledStateGraph:
     ) -> None:
         self.builder = builder
         self.plan = GraphPlan(builder)
-        # the state schema's own types may be rebuilt from what this saver stores
-        if checkpointer is not None:
-            checkpointer.serde.register(*schema_types(builder.state_schema))
         self.checkpointer = checkpointer
         self.interrupt_before_nodes = tuple(interrupt_before)
         self.interrupt_after_nodes = tuple(interrupt_after)
         self.name = name
+
+    @property
+    def checkpointer(self) -> BaseSaver | None:
+        return self._checkpointer
+
+    @checkpointer.setter
+    def checkpointer(self, saver: BaseSaver | None) -> None:
+        # the state schema's own types may be rebuilt from what this saver stores
+        if saver is not None:
+            saver.serde.register(*schema_types(self.builder.state_schema))
+        self._checkpointer = saver
 
     @property
     def nodes(self) -> Mapping[str, Any]:

@@ -23,7 +23,6 @@ items are stored once. Blobs belong to one thread (copies copy them).
 
 from __future__ import annotations
 
-import copy
 import operator
 import sqlite3
 from collections import OrderedDict
@@ -192,11 +191,17 @@ class BlobStore:
             return self.read_value(entry.key)
         if type(entry) is dict and any(isinstance(v, Ref) for v in entry.values()):
             return {
-                k: self.read_value(v.key) if isinstance(v, Ref) else copy.deepcopy(v)
+                k: self.read_value(v.key) if isinstance(v, Ref) else self._inline(v)
                 for k, v in entry.items()
             }
-        # entries live in cached checkpoint states: hand out copies
-        return copy.deepcopy(entry)
+        return self._inline(entry)
+
+    def _inline(self, value: Any) -> Any:
+        # entries live in cached checkpoint states: hand out copies, decoded as the serializer
+        # reads them now (a class registered since is rebuilt)
+        if type(value) in serde.SCALARS:
+            return value
+        return self.serde.loads(self.serde.dumps(value))
 
     def read_value(self, blob_key: int) -> Any:
         row = self.conn.execute(_ONE, {"blob_key": blob_key}).fetchone()
