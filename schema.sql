@@ -16,6 +16,7 @@
 --   UUID is stored as its 16 bytes, 13 reference to a blob (integer blob_key).
 -- A reader must never import or call the type names found in ext 10 and 11: ttcli rebuilds
 -- only classes the application registered and otherwise returns {"$type": name, ...}.
+-- ttcli's own Interrupt, Send and Command are ext 11 under the names ttcli.runtime.commands.*.
 --
 -- The view `checkpoint_list` at the end shows checkpoints in LangGraph's terms (text ids,
 -- ISO times, the full metadata as JSON) for sqlite3, sqlite-utils and datasette users.

@@ -23,7 +23,6 @@ items are stored once. Blobs belong to one thread (copies copy them).
 
 from __future__ import annotations
 
-import copy
 import operator
 import sqlite3
 from collections import OrderedDict
@@ -33,10 +32,10 @@ from itertools import chain, repeat
 from typing import Any
 
 from ttcli.errors import CorruptValueError, SerializationError
-from ttcli.graph.messages import Message, copy_message
 from ttcli.savers import serde
-from ttcli.savers.serde import Ref
+from ttcli.savers.serde import Ref, Serializer
 from ttcli.savers.sqlite.params import chunks
+from ttcli.values import Message, copy_message
 
 INLINE_MAX = 24  # values encoding to at most this many bytes stay inline
 RECORD_ENTRY_MIN = 48  # map entries at least this large become blobs of their own
@@ -169,8 +168,9 @@ class _ChannelInfo:
 class BlobStore:
     """Reads and writes blobs on one connection; callers hold the transaction."""
 
-    def __init__(self, conn: sqlite3.Connection) -> None:
+    def __init__(self, conn: sqlite3.Connection, serde: Serializer) -> None:
         self.conn = conn
+        self.serde = serde
         self._recent: OrderedDict[int, _ChannelInfo] = OrderedDict()
         self._decoded: OrderedDict[int, _Decoded] = OrderedDict()
 
@@ -191,11 +191,17 @@ class BlobStore:
             return self.read_value(entry.key)
         if type(entry) is dict and any(isinstance(v, Ref) for v in entry.values()):
             return {
-                k: self.read_value(v.key) if isinstance(v, Ref) else copy.deepcopy(v)
+                k: self.read_value(v.key) if isinstance(v, Ref) else self._inline(v)
                 for k, v in entry.items()
             }
-        # entries live in cached checkpoint states: hand out copies
-        return copy.deepcopy(entry)
+        return self._inline(entry)
+
+    def _inline(self, value: Any) -> Any:
+        # entries live in cached checkpoint states: hand out copies, decoded as the serializer
+        # reads them now (a class registered since is rebuilt)
+        if type(value) in serde.SCALARS:
+            return value
+        return self.serde.loads(self.serde.dumps(value))
 
     def read_value(self, blob_key: int) -> Any:
         row = self.conn.execute(_ONE, {"blob_key": blob_key}).fetchone()
@@ -270,7 +276,7 @@ class BlobStore:
 
     def _decode(self, is_record: int, data: bytes, blob_key: int) -> Any:
         try:
-            value = serde.loads(data)
+            value = self.serde.loads(data)
         except CorruptValueError as exc:
             raise CorruptValueError(f"stored value {blob_key}: {exc}") from None
         if not is_record:
@@ -300,7 +306,7 @@ class BlobStore:
                     if base_key is not None:
                         found.add(base_key)
                     if is_record:
-                        found.update(entry_refs(serde.loads(data)))
+                        found.update(entry_refs(self.serde.loads(data)))
             todo = {key for key in found if key >= floor} - seen
         return seen
 
@@ -314,7 +320,7 @@ class BlobStore:
         rows = self.conn.execute(_CHAIN, {"blob_key": blob_key}).fetchall()
         value = self.read_channel(blob_key)
         info = _ChannelInfo(
-            data=serde.dumps(value),
+            data=self.serde.dumps(value),
             length=len(value) if type(value) is list else -1,
             depth=len(rows) - 1,
             keyframe_bytes=len(rows[0][3]),
@@ -339,6 +345,7 @@ class BlobWriter:
 
     def __init__(self, store: BlobStore) -> None:
         self.store = store
+        self.serde = store.serde
         self.pool: dict[bytes, Any] = {}  # encoded value -> entry holding it
         # plain blobs that may become the append of a list channel (see `_append`), and
         # blobs that must not because a checkpoint reads them as a channel value
@@ -355,7 +362,7 @@ class BlobWriter:
         for entry in entries:
             if type(entry) is dict:
                 self.offer(map(Ref, entry_refs(entry)), adoptable=adoptable)
-                self.pool.setdefault(serde.dumps(self.store.load_value(entry)), entry)
+                self.pool.setdefault(self.serde.dumps(self.store.load_value(entry)), entry)
             elif isinstance(entry, Ref):  # a plain int is an inline value, never a blob key
                 self._offer_blob(entry.key, adoptable)
 
@@ -377,8 +384,8 @@ class BlobWriter:
         if row is None or row[0] is not None:
             return  # appends hold only part of their value
         if row[1]:
-            self.offer(map(Ref, entry_refs(serde.loads(row[2]))), adoptable=adoptable)
-            self.pool.setdefault(serde.dumps(self.store.read_value(blob_key)), Ref(blob_key))
+            self.offer(map(Ref, entry_refs(self.serde.loads(row[2]))), adoptable=adoptable)
+            self.pool.setdefault(self.serde.dumps(self.store.read_value(blob_key)), Ref(blob_key))
         else:
             self.pool.setdefault(row[2], Ref(blob_key))
             if adoptable:
@@ -387,9 +394,9 @@ class BlobWriter:
     def value(self, value: Any, path: str, *, pending: bool = True) -> Any:
         """Store a pending write's value (or, `pending=False`, a metadata value: read on its
         own only, it may share any blob) and return its entry."""
-        data = serde.dumps(value, path=path)
+        data = self.serde.dumps(value, path=path)
         if len(data) <= INLINE_MAX:
-            return serde.loads(data)  # a copy, exactly as stored: the caller keeps its value
+            return self.serde.loads(data)  # a copy, exactly as stored: the caller keeps its value
         return self._store(value, data, path, apart=pending, parts_apart=pending)
 
     def channel(self, name: str, value: Any, previous: Any) -> Any:
@@ -402,9 +409,9 @@ class BlobWriter:
                 assert tail is not None
                 self.store.keep_appended(previous.key, appended.key, tail)
                 return appended
-        data = serde.dumps(value, path=name)
+        data = self.serde.dumps(value, path=name)
         if len(data) <= INLINE_MAX:
-            return serde.loads(data)
+            return self.serde.loads(data)
         if type(value) is list and isinstance(previous, Ref):
             appended = self._append(value, previous.key, data=data)
             if appended is not None:
@@ -440,7 +447,7 @@ class BlobWriter:
             if len(value) - len(tail) != base.length:
                 return None
             try:
-                delta = serde.dumps(tail)
+                delta = self.serde.dumps(tail)
             except SerializationError:
                 return None  # encoding the whole value names what cannot be stored
             data = _array_header(len(value)) + _body(base.data) + _body(delta)
@@ -455,7 +462,7 @@ class BlobWriter:
             blob_key = shared.key
         else:
             if isinstance(shared, Ref):
-                stored, is_record = serde.dumps(shared), True
+                stored, is_record = self.serde.dumps(shared), True
             else:
                 stored, is_record = delta, False
             blob_key = self._insert(stored, base_key=base_key, is_record=is_record)
@@ -518,7 +525,7 @@ class BlobWriter:
                 for key, item in value.items()
             }
             if any(isinstance(item, Ref) for item in record.values()):
-                record_data = serde.dumps(record)
+                record_data = self.serde.dumps(record)
                 entry = (
                     record
                     if len(record_data) <= INLINE_MAX
@@ -530,9 +537,9 @@ class BlobWriter:
         return entry
 
     def _part(self, item: Any, path: str, *, apart: bool) -> Any:
-        data = serde.dumps(item, path=path)
+        data = self.serde.dumps(item, path=path)
         if len(data) < RECORD_ENTRY_MIN:
-            return serde.loads(data)
+            return self.serde.loads(data)
         entry = self._store(item, data, path, apart=apart, parts_apart=apart)
         # only references go into a record: a nested inline record would not be resolved
         return entry if isinstance(entry, Ref) else item

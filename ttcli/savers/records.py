@@ -11,6 +11,7 @@ from typing import Any
 from ttcli.errors import CorruptValueError, SerializationError
 from ttcli.savers import serde
 from ttcli.savers.blobs import entry_refs
+from ttcli.savers.serde import Serializer
 from ttcli.uuid6 import canonical_bytes, dashed
 
 #: an entry (see blobs.py) for each of a task's writes, by write index
@@ -18,10 +19,12 @@ TaskWrites = dict[int, tuple[str, Any]]
 
 
 class Names:
-    """Channel, node and task path names interned in the `names` table."""
+    """Channel, node and task path names interned in the `names` table, and the serializer
+    the rows that use them are encoded with."""
 
-    def __init__(self, conn: sqlite3.Connection) -> None:
+    def __init__(self, conn: sqlite3.Connection, serde: Serializer) -> None:
         self.conn = conn
+        self.serde = serde
         self._keys: dict[str, int] = {}
         self._names: dict[int, str] = {}
 
@@ -81,7 +84,7 @@ class State:
         if parent is not None and not full:
             channels = _changes(parent.channels, self.channels)
             seen = _changes(parent.versions_seen, self.versions_seen)
-        return serde.dumps(
+        return names.serde.dumps(
             [
                 self.depth,
                 {names.key(chan): entry for chan, entry in channels.items()},
@@ -105,7 +108,7 @@ class State:
 
     @staticmethod
     def depth_of(data: bytes) -> int:
-        depth = serde.loads(data)[0]
+        depth = serde.loads(data)[0]  # plain data: any serializer reads it alike
         if not isinstance(depth, int):
             raise CorruptValueError("checkpoint state has the wrong shape")
         return depth
@@ -114,7 +117,7 @@ class State:
     def decode(cls, data: bytes, names: Names, parent: State | None) -> State:
         """Decode a row's state; a delta needs its parent's resolved state."""
         try:
-            depth, channels, seen, updated, writes = serde.loads(data)
+            depth, channels, seen, updated, writes = names.serde.loads(data)
             channels = {names.name(k): entry for k, entry in channels.items()}
             seen = {
                 names.name(n): None if m is None else {names.name(c): v for c, v in m.items()}
@@ -161,7 +164,7 @@ def _apply(old: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
 
 
 def encode_pending(pending: dict[str, tuple[str, TaskWrites]], names: Names) -> bytes:
-    return serde.dumps(
+    return names.serde.dumps(
         {
             _task_key(task_id): [
                 names.key(path),
@@ -179,7 +182,7 @@ def decode_pending(data: bytes | None, names: Names) -> dict[str, tuple[str, Tas
     try:
         return {
             _task_text(task): (names.name(path), {i: (names.name(c), e) for i, c, e in writes})
-            for task, (path, writes) in serde.loads(data).items()
+            for task, (path, writes) in names.serde.loads(data).items()
         }
     except (TypeError, ValueError, AttributeError) as exc:
         raise CorruptValueError(f"pending writes have the wrong shape ({exc})") from None

@@ -23,6 +23,7 @@ from ttcli.savers.base import (
 )
 from ttcli.savers.blobs import BlobStore
 from ttcli.savers.records import Names
+from ttcli.savers.serde import Serializer
 from ttcli.savers.sqlite.connection import DEFAULT_BUSY_TIMEOUT, Connection
 from ttcli.savers.sqlite.copy import RowCopy
 from ttcli.savers.sqlite.deletion import Deletion
@@ -45,11 +46,19 @@ class SqliteSaver(BaseSaver):
             graph = builder.compile(checkpointer=saver)
     """
 
-    def __init__(self, path: str | Path, *, busy_timeout: float = DEFAULT_BUSY_TIMEOUT) -> None:
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        busy_timeout: float = DEFAULT_BUSY_TIMEOUT,
+        serde: Serializer | None = None,
+    ) -> None:
+        #: decodes what the file stores; by default a new `Serializer()` of its own
+        self.serde = serde or Serializer()
         self.connection = Connection(path, busy_timeout)
         self.path, self.conn = self.connection.path, self.connection.conn
-        self.names = Names(self.conn)
-        self.blobs = BlobStore(self.conn)
+        self.names = Names(self.conn, self.serde)
+        self.blobs = BlobStore(self.conn, self.serde)
         self.connection.on_rollback += [self.blobs.forget, self.names.forget]
         self.rows = Rows(self.connection)
         self.pending = PendingWrites(self.connection, self.names)
@@ -60,9 +69,11 @@ class SqliteSaver(BaseSaver):
 
     @classmethod
     @contextmanager
-    def from_conn_string(cls, path: str | Path) -> Iterator[SqliteSaver]:
+    def from_conn_string(
+        cls, path: str | Path, *, serde: Serializer | None = None
+    ) -> Iterator[SqliteSaver]:
         """Open a saver for the block and close it after, like LangGraph's SqliteSaver."""
-        saver = cls(path)
+        saver = cls(path, serde=serde)
         try:
             yield saver
         finally:
