@@ -46,9 +46,11 @@ class CompiledStateGraph:
 
     @checkpointer.setter
     def checkpointer(self, saver: BaseSaver | None) -> None:
-        # the state schema's own types may be rebuilt from what this saver stores
-        if saver is not None:
-            saver.serde.register(*schema_types(self.builder.state_schema))
+        # the state schema's own types may be rebuilt from what this saver stores (a saver
+        # written elsewhere may have no serializer of ttcli's)
+        serde = getattr(saver, "serde", None)
+        if serde is not None:
+            serde.register(*schema_types(self.builder.state_schema))
         self._checkpointer = saver
 
     @property
