@@ -24,6 +24,7 @@ from ttcli.savers.base import (
 from ttcli.savers.blobs import BlobStore
 from ttcli.savers.records import Names
 from ttcli.savers.serde import Serializer
+from ttcli.savers.sqlite.blob_table import SqliteBlobRows
 from ttcli.savers.sqlite.connection import DEFAULT_BUSY_TIMEOUT, Connection
 from ttcli.savers.sqlite.copy import RowCopy
 from ttcli.savers.sqlite.deletion import Deletion
@@ -58,7 +59,7 @@ class SqliteSaver(BaseSaver):
         self.connection = Connection(path, busy_timeout)
         self.path, self.conn = self.connection.path, self.connection.conn
         self.names = Names(self.conn, self.serde)
-        self.blobs = BlobStore(self.conn, self.serde)
+        self.blobs = BlobStore(SqliteBlobRows(self.conn), self.serde)
         self.connection.on_rollback += [self.blobs.forget, self.names.forget]
         self.rows = Rows(self.connection)
         self.pending = PendingWrites(self.connection, self.names)
