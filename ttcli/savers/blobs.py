@@ -86,7 +86,8 @@ class ChannelInfo:
 
 
 class BlobStore:
-    """Reads and writes blobs on one connection; callers hold the transaction."""
+    """Reads blobs through a backend's rows (callers hold the transaction), with the caches
+    that make appends and chat reads cheap."""
 
     def __init__(self, rows: BlobRows, serde: Serializer) -> None:
         self.rows = rows

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from ttcli.errors import CorruptValueError, SerializationError
 from ttcli.savers import serde
@@ -18,45 +17,21 @@ from ttcli.uuid6 import canonical_bytes, dashed
 TaskWrites = dict[int, tuple[str, Any]]
 
 
-class Names:
-    """Channel, node and task path names interned in the `names` table, and the serializer
-    the rows that use them are encoded with."""
+class Names(Protocol):
+    """Channel, node and task path names, stored once by the backend and referred to by an
+    integer key; and the serializer the rows that use them are encoded with. The SQLite one
+    is `ttcli.savers.sqlite.names`."""
 
-    def __init__(self, conn: sqlite3.Connection, serde: Serializer) -> None:
-        self.conn = conn
-        self.serde = serde
-        self._keys: dict[str, int] = {}
-        self._names: dict[int, str] = {}
+    serde: Serializer
 
     def key(self, name: str) -> int:
-        """The key of a name, adding it (call inside a write transaction)."""
-        found = self._keys.get(name)
-        if found is None:
-            self._load()
-            found = self._keys.get(name)
-        if found is None:
-            found = self.conn.execute("INSERT INTO names (name) VALUES (?)", (name,)).lastrowid
-            assert found is not None
-            self._keys[name], self._names[found] = found, name
-        return found
-
-    def _load(self) -> None:
-        for found, name in self.conn.execute("SELECT name_key, name FROM names"):
-            self._names[found] = name
-            self._keys.setdefault(name, found)
+        """The key of a name, adding it (inside a write transaction)."""
 
     def name(self, key: int) -> str:
-        if key not in self._names:
-            self._load()
-        try:
-            return self._names[key]
-        except KeyError:
-            raise CorruptValueError(f"name {key} is missing from the names table") from None
+        """The name of a key (CorruptValueError if there is none)."""
 
     def forget(self) -> None:
         """Drop cached keys (after a rollback they may not exist)."""
-        self._keys.clear()
-        self._names.clear()
 
 
 KEYFRAME_DEPTH = 16  # a full state at least every this many checkpoints of a lineage
@@ -223,15 +198,6 @@ def metadata_of(source: str, step: int, other: str | None, writes: Any) -> dict[
         else:
             metadata[key] = value
     return metadata
-
-
-#: the full metadata of a checkpoint row as JSON, as the checkpoint_list view shows it
-METADATA_SQL = """json_patch(
-    json_object(
-        'source', c.source, 'step', c.step, 'parents', json('{}'), 'writes', json(c.writers)
-    ),
-    coalesce(c.metadata, '{}')
-)"""
 
 
 def _task_key(task_id: str) -> bytes | str:

@@ -22,7 +22,6 @@ from ttcli.savers.base import (
     ThreadSummary,
 )
 from ttcli.savers.blobs import BlobStore
-from ttcli.savers.records import Names
 from ttcli.savers.serde import Serializer
 from ttcli.savers.sqlite.blob_table import SqliteBlobRows
 from ttcli.savers.sqlite.connection import DEFAULT_BUSY_TIMEOUT, Connection
@@ -30,6 +29,7 @@ from ttcli.savers.sqlite.copy import RowCopy
 from ttcli.savers.sqlite.deletion import Deletion
 from ttcli.savers.sqlite.ids import id_bytes, require_id, same_file
 from ttcli.savers.sqlite.integrity import integrity_problems
+from ttcli.savers.sqlite.names import SqliteNames
 from ttcli.savers.sqlite.pending import PendingWrites, in_order
 from ttcli.savers.sqlite.put import Writer
 from ttcli.savers.sqlite.rows import Rows
@@ -58,7 +58,7 @@ class SqliteSaver(BaseSaver):
         self.serde = serde or Serializer()
         self.connection = Connection(path, busy_timeout)
         self.path, self.conn = self.connection.path, self.connection.conn
-        self.names = Names(self.conn, self.serde)
+        self.names = SqliteNames(self.conn, self.serde)
         self.blobs = BlobStore(SqliteBlobRows(self.conn), self.serde)
         self.connection.on_rollback += [self.blobs.forget, self.names.forget]
         self.rows = Rows(self.connection)
