@@ -24,6 +24,7 @@ items are stored once. Blobs belong to one thread (copies copy them).
 from __future__ import annotations
 
 import copy
+import json
 import operator
 import sqlite3
 from collections import OrderedDict
@@ -44,6 +45,10 @@ RECORD_ENTRY_MIN = 48  # map entries at least this large become blobs of their o
 # up to the size of its last keyframe: keyframes then cost at most the value's size again,
 # and a read walks a bounded number of rows per byte of value.
 CHAIN_DEPTH_MIN = 1024
+# However small the appends, a chain never grows longer than this (a keyframe comes first): a
+# longer chain, or one whose blob points at itself or a newer blob, is damaged, and reading
+# it stops there instead of walking forever.
+CHAIN_DEPTH_MAX = 1_000_000
 RECENT_MAX = 256  # encoded channel values remembered for append detection
 DECODED_MAX = 16  # list channel values kept decoded (a chat's history, read at every turn)
 
@@ -52,6 +57,9 @@ INSERT INTO blobs (base_key, is_record, value)
 VALUES (:base_key, :is_record, :value)
 """
 
+#: a blob and the blobs it appends to, oldest first; the walk follows only links to older
+#: blobs and stops after CHAIN_DEPTH_MAX, so a loop or an endless chain ends with its oldest
+#: row still naming a base (read as damage)
 _CHAIN = """
 WITH RECURSIVE chain (blob_key, base_key, is_record, value, depth) AS (
     SELECT blob_key, base_key, is_record, value, 0
@@ -61,10 +69,30 @@ WITH RECURSIVE chain (blob_key, base_key, is_record, value, depth) AS (
     SELECT b.blob_key, b.base_key, b.is_record, b.value, chain.depth + 1
     FROM blobs AS b
     JOIN chain ON b.blob_key = chain.base_key
+    WHERE chain.base_key < chain.blob_key
+      AND chain.depth < :max_depth
 )
 SELECT blob_key, base_key, is_record, value
 FROM chain
 ORDER BY depth DESC
+"""
+
+#: the blobs' keys and links from `roots` down their append chains, each blob once; links
+#: to newer blobs are returned but not followed (the caller refuses them)
+_CLOSURE = """
+WITH RECURSIVE closure (blob_key, base_key, is_record) AS (
+    SELECT blob_key, base_key, is_record
+    FROM blobs
+    WHERE blob_key IN (SELECT value FROM json_each(:roots))
+    UNION
+    SELECT b.blob_key, b.base_key, b.is_record
+    FROM blobs AS b
+    JOIN closure ON b.blob_key = closure.base_key
+    WHERE closure.base_key < closure.blob_key
+      AND b.blob_key >= :floor
+)
+SELECT blob_key, base_key, is_record
+FROM closure
 """
 
 _ONE = """
@@ -246,10 +274,29 @@ class BlobStore:
         if len(self._decoded) > DECODED_MAX:
             self._decoded.popitem(last=False)
 
+    def _chain(self, blob_key: int) -> list[Any]:
+        """The blob and the blobs it appends to, oldest first (rows of `_CHAIN`).
+
+        Raises:
+            CorruptValueError: a blob is missing, or the chain loops or never ends.
+        """
+        params = {"blob_key": blob_key, "max_depth": CHAIN_DEPTH_MAX}
+        rows = self.conn.execute(_CHAIN, params).fetchall()
+        if not rows or rows[-1][0] != blob_key:
+            raise CorruptValueError(f"stored value {blob_key} is missing")
+        oldest, base = rows[0][0], rows[0][1]
+        if base is None:
+            return rows
+        if base >= oldest:
+            problem = f"through {oldest} to {base}, not an older value (a loop)"
+        elif len(rows) > CHAIN_DEPTH_MAX:
+            problem = f"to more than {CHAIN_DEPTH_MAX} values, more than ttcli ever chains"
+        else:
+            problem = f"to {base}, which is missing"
+        raise CorruptValueError(f"stored value {blob_key} appends {problem}")
+
     def _read_chain(self, blob_key: int) -> Any:
-        rows = self.conn.execute(_CHAIN, {"blob_key": blob_key}).fetchall()
-        if not rows or rows[-1][0] != blob_key or rows[0][1] is not None:
-            raise CorruptValueError(f"stored value {blob_key} is missing or its chain is broken")
+        rows = self._chain(blob_key)
         if len(rows) > 1 and not any(is_record for _, _, is_record, _ in rows):
             joined = _joined_lists([data for *_, data in rows])
             if joined is not None:  # the whole chain is plain lists: decode it in one go
@@ -276,6 +323,7 @@ class BlobStore:
         if not is_record:
             return value
         if isinstance(value, Ref) or type(value) is dict:
+            _older(blob_key, entry_refs(value))  # so that records never nest in a loop
             return self.load_value(value)
         raise CorruptValueError(f"stored value {blob_key} is a record of the wrong shape")
 
@@ -284,25 +332,36 @@ class BlobStore:
 
         A blob only ever points at older blobs (smaller keys), so a walk that only needs to
         know about blobs from `floor` up stops below it.
+
+        Raises:
+            CorruptValueError: a blob points at itself or a newer blob (a forged or damaged
+                file, where following links could loop and collecting by key is unsafe).
         """
         seen: set[int] = set()
         todo = {key for key in roots if key >= floor}
-        while todo:  # a level at a time, read in chunks rather than a row at a time
-            level = sorted(todo)
-            seen.update(level)
-            found: set[int] = set()
-            for chunk in chunks(level):
-                marks = ",".join("?" * len(chunk))
-                for base_key, is_record, data in self.conn.execute(
-                    f"SELECT base_key, is_record, value FROM blobs WHERE blob_key IN ({marks})",
-                    chunk,
-                ):
-                    if base_key is not None:
-                        found.add(base_key)
-                    if is_record:
-                        found.update(entry_refs(serde.loads(data)))
-            todo = {key for key in found if key >= floor} - seen
+        while todo:  # the append chains in one query, then a level of record parts
+            records: list[int] = []
+            params = {"roots": json.dumps(sorted(todo)), "floor": floor}
+            for blob_key, base_key, is_record in self.conn.execute(_CLOSURE, params):
+                _older(blob_key, [] if base_key is None else [base_key])
+                seen.add(blob_key)
+                if is_record:
+                    records.append(blob_key)
+            todo = {key for key in self._parts(records) if key >= floor} - seen
         return seen
+
+    def _parts(self, records: list[int]) -> set[int]:
+        """The blobs the given records point at (each older than its record)."""
+        found: set[int] = set()
+        for chunk in chunks(sorted(records)):
+            marks = ",".join("?" * len(chunk))
+            for blob_key, data in self.conn.execute(
+                f"SELECT blob_key, value FROM blobs WHERE blob_key IN ({marks})", chunk
+            ):
+                parts = list(entry_refs(serde.loads(data)))
+                _older(blob_key, parts)
+                found.update(parts)
+        return found
 
     # -- append detection -------------------------------------------------------------------
 
@@ -311,7 +370,7 @@ class BlobStore:
         if info is not None:
             self._recent.move_to_end(blob_key)
             return info
-        rows = self.conn.execute(_CHAIN, {"blob_key": blob_key}).fetchall()
+        rows = self._chain(blob_key)
         value = self.read_channel(blob_key)
         info = _ChannelInfo(
             data=serde.dumps(value),
@@ -436,6 +495,8 @@ class BlobWriter:
             return None
         if base.depth + 1 >= CHAIN_DEPTH_MIN and base.appended_bytes >= base.keyframe_bytes:
             return None  # time for a keyframe
+        if base.depth + 1 >= CHAIN_DEPTH_MAX:
+            return None  # readers refuse longer chains as damaged
         if tail is not None:
             if len(value) - len(tail) != base.length:
                 return None
@@ -543,6 +604,15 @@ class BlobWriter:
         )
         assert cursor.lastrowid is not None
         return cursor.lastrowid
+
+
+def _older(blob_key: int, links: Iterable[int]) -> None:
+    """Refuse a blob linking to itself or a newer blob: ttcli never writes one."""
+    for link in links:
+        if link >= blob_key:
+            raise CorruptValueError(
+                f"stored value {blob_key} points at {link}, not an older value (a loop)"
+            )
 
 
 def _body(data: bytes) -> bytes:

@@ -1,0 +1,156 @@
+"""Files damaged or forged on purpose: chains of values or of checkpoint deltas that loop or
+never end, SQL objects ttcli did not create, and read-only commands on files they must not
+change. Every command ends within seconds with one line and its exit code; nothing is written.
+
+The CLI runs in a real process with a timeout, so a walk that never ends fails the test
+instead of hanging the suite."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from tests.clitools import ORDER, ORDER_AGENT, dump, ttcli
+from ttcli.savers import serde
+
+GUARD = 30  # seconds: far above what any of these commands needs, so only a hang trips it
+LONG_CHAIN = 1_100_000  # more appends than a chain may ever have (blobs.CHAIN_DEPTH_MAX)
+
+READS = {
+    "threads": ["threads"],
+    "show": ["show", "latest", "-t", "t"],
+    "diff": ["diff", "latest~1", "latest", "-t", "t"],
+}
+
+
+def run(db: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "ttcli", "--db", str(db), *args],
+        capture_output=True, text=True, check=False, timeout=GUARD,
+    )  # fmt: skip
+
+
+@pytest.fixture
+def order_db(tmp_path: Path) -> Path:
+    db = tmp_path / "order.db"
+    assert ttcli(db, "run", ORDER_AGENT, "-t", "t", "--input", json.dumps(ORDER)).exit_code == 0
+    return db
+
+
+def edit(db: Path, *statements: str, params: tuple[object, ...] = ()) -> None:
+    conn = sqlite3.connect(db)
+    for statement in statements:
+        conn.execute(statement, params if "?" in statement else ())
+    conn.commit()
+    conn.close()
+
+
+def latest_log_ref(db: Path, key: int) -> None:
+    """Point the latest checkpoint's `log` channel at blob `key`."""
+    conn = sqlite3.connect(db)
+    names = {name: k for k, name in conn.execute("SELECT name_key, name FROM names")}
+    checkpoint_id, state = conn.execute(
+        "SELECT checkpoint_id, state FROM checkpoints ORDER BY checkpoint_id DESC LIMIT 1"
+    ).fetchone()
+    depth, channels, seen, updated, writes = serde.loads(state)
+    channels[names["log"]] = [999, serde.Ref(key)]
+    conn.execute(
+        "UPDATE checkpoints SET state = ? WHERE checkpoint_id = ?",
+        (serde.dumps([depth, channels, seen, updated, writes]), checkpoint_id),
+    )
+    conn.commit()
+    conn.close()
+
+
+def appends_to_itself(db: Path) -> None:
+    # every append chain's oldest blob made an append to itself
+    edit(db, "UPDATE blobs SET base_key = blob_key WHERE blob_key IN (SELECT base_key FROM blobs)")
+
+
+def appends_in_a_loop(db: Path) -> None:
+    # the oldest blob of a chain made an append to the newest: a loop through the whole chain
+    edit(
+        db,
+        "UPDATE blobs SET base_key = (SELECT max(blob_key) FROM blobs WHERE base_key IS NOT NULL) "
+        "WHERE blob_key = (SELECT min(base_key) FROM blobs)",
+    )
+
+
+def endless_appends(db: Path) -> None:
+    # a chain of appends, each to the one before, longer than any writer makes
+    conn = sqlite3.connect(db)
+    (first,) = conn.execute("SELECT max(blob_key) + 1 FROM blobs").fetchone()
+    conn.execute(
+        "INSERT INTO blobs (blob_key, base_key, value) "
+        "WITH RECURSIVE n (k) AS (SELECT ? UNION ALL SELECT k + 1 FROM n WHERE k < ?) "
+        "SELECT k, CASE WHEN k > ? THEN k - 1 END, X'91a178' FROM n",
+        (first, first + LONG_CHAIN, first),
+    )
+    conn.commit()
+    conn.close()
+    latest_log_ref(db, first + LONG_CHAIN)
+
+
+def delta_on_itself(db: Path) -> None:
+    # the latest checkpoint (stored as a delta) made its own parent
+    edit(
+        db,
+        "UPDATE checkpoints SET parent_id = checkpoint_id "
+        "WHERE checkpoint_id = (SELECT max(checkpoint_id) FROM checkpoints)",
+    )
+
+
+def deltas_in_a_loop(db: Path) -> None:
+    # every checkpoint a delta whose parent is the next one, the newest's the oldest
+    conn = sqlite3.connect(db)
+    ids = [i for (i,) in conn.execute("SELECT checkpoint_id FROM checkpoints ORDER BY 1")]
+    for child, parent in zip(ids, ids[1:] + ids[:1], strict=True):
+        (state,) = conn.execute(
+            "SELECT state FROM checkpoints WHERE checkpoint_id = ?", (child,)
+        ).fetchone()
+        _depth, *rest = serde.loads(state)
+        conn.execute(
+            "UPDATE checkpoints SET parent_id = ?, state = ? WHERE checkpoint_id = ?",
+            (parent, serde.dumps([5, *rest]), child),
+        )
+    conn.commit()
+    conn.close()
+
+
+DAMAGE: dict[str, Callable[[Path], None]] = {
+    "append-to-itself": appends_to_itself,
+    "appends-in-a-loop": appends_in_a_loop,
+    "endless-appends": endless_appends,
+    "delta-on-itself": delta_on_itself,
+    "deltas-in-a-loop": deltas_in_a_loop,
+}
+
+
+@pytest.mark.parametrize("command", list(READS), ids=list(READS))
+@pytest.mark.parametrize("damage", list(DAMAGE), ids=list(DAMAGE))
+def test_a_looping_or_endless_chain_is_exit_6_in_one_line(
+    order_db: Path, damage: str, command: str
+) -> None:
+    DAMAGE[damage](order_db)
+    before = dump(order_db)
+    done = run(order_db, *READS[command])
+    assert done.returncode == 6, done.stderr
+    line, *more = done.stderr.splitlines()
+    assert more == [] and line.startswith("Error: ") and "does not read" in line, done.stderr
+    assert "RecursionError" not in line  # says what is wrong with the file, not with ttcli
+    assert dump(order_db) == before
+
+
+@pytest.mark.parametrize("damage", list(DAMAGE), ids=list(DAMAGE))
+def test_verify_reports_a_looping_or_endless_chain(order_db: Path, damage: str) -> None:
+    DAMAGE[damage](order_db)
+    done = run(order_db, "verify", "--json")
+    assert done.returncode == 6, done.stderr
+    problems = [f for f in json.loads(done.stdout) if f["problem"]]
+    assert problems and all(f["thread_id"] in ("t", "-") for f in problems)
