@@ -8,6 +8,7 @@ instead of hanging the suite."""
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import subprocess
 import sys
@@ -17,11 +18,14 @@ from pathlib import Path
 import pytest
 
 from tests.clitools import ORDER, ORDER_AGENT, dump, ttcli
+from ttcli.errors import StorageError
 from ttcli.savers import serde
+from ttcli.savers.sqlite import SqliteSaver
 
 GUARD = 30  # seconds: far above what any of these commands needs, so only a hang trips it
 LONG_CHAIN = 1_100_000  # more appends than a chain may ever have (blobs.CHAIN_DEPTH_MAX)
 
+CONFIG = {"configurable": {"thread_id": "t"}}
 READS = {
     "threads": ["threads"],
     "show": ["show", "latest", "-t", "t"],
@@ -154,3 +158,60 @@ def test_verify_reports_a_looping_or_endless_chain(order_db: Path, damage: str) 
     assert done.returncode == 6, done.stderr
     problems = [f for f in json.loads(done.stdout) if f["problem"]]
     assert problems and all(f["thread_id"] in ("t", "-") for f in problems)
+
+
+# -- reading never writes
+
+
+def snapshot(folder: Path) -> dict[str, tuple[int, bytes]]:
+    """Every file in the folder: its mtime and bytes."""
+    return {p.name: (p.stat().st_mtime_ns, p.read_bytes()) for p in folder.iterdir()}
+
+
+READERS = {
+    **READS,
+    "history": ["history", "-t", "t"],
+    "tree": ["tree", "-t", "t"],
+    "verify": ["verify"],
+}
+
+
+@pytest.mark.parametrize("command", list(READERS), ids=list(READERS))
+def test_reading_commands_leave_the_file_and_its_folder_as_they_were(
+    order_db: Path, command: str
+) -> None:
+    before = snapshot(order_db.parent)
+    done = run(order_db, *READERS[command])
+    assert done.returncode == 0, done.stderr
+    assert snapshot(order_db.parent) == before
+
+
+@pytest.mark.parametrize("command", list(READERS), ids=list(READERS))
+def test_reading_an_empty_file_is_exit_3_and_writes_nothing(tmp_path: Path, command: str) -> None:
+    db = tmp_path / "empty.db"
+    db.touch()
+    before = snapshot(tmp_path)
+    done = run(db, *READERS[command])
+    assert (done.returncode, done.stdout) == (3, "")
+    assert done.stderr == (
+        f"Error: no ttcli database in {db}: the file is empty; run a graph first (ttcli run)\n"
+    )
+    assert snapshot(tmp_path) == before
+
+
+def test_reading_the_null_device_creates_nothing_beside_it() -> None:
+    folder = Path(os.devnull).parent
+    before = sorted(p.name for p in folder.iterdir())
+    done = run(Path(os.devnull), "threads")
+    assert done.returncode == 3, done.stderr
+    assert sorted(p.name for p in folder.iterdir()) == before
+
+
+def test_a_read_only_saver_reads_and_refuses_to_write(order_db: Path) -> None:
+    before = snapshot(order_db.parent)
+    with SqliteSaver.from_conn_string(order_db, readonly=True) as saver:
+        latest = saver.get_tuple(CONFIG)
+        assert latest is not None and latest.metadata["step"] == 4
+        with pytest.raises(StorageError, match=r"^.* was opened for reading only: .*$"):
+            saver.put(CONFIG, latest.checkpoint, {"source": "update", "step": 5}, {})
+    assert snapshot(order_db.parent) == before

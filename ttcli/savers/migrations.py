@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from pathlib import Path
+from urllib.parse import quote
 
-from ttcli.errors import SchemaVersionError, StorageError
+from ttcli.errors import NotFoundError, SchemaVersionError, StorageError
 from ttcli.savers.sqlite_errors import storage_error
 
 SCHEMA_VERSION = 5
@@ -32,6 +34,43 @@ MIGRATIONS: dict[int, str] = {
     "FROM checkpoints AS c WHERE c.parent_id IS NOT NULL) "
     "WHERE previous IS NULL OR previous != parent;",
 }
+
+
+def connect(path: str, busy_timeout: float, *, readonly: bool) -> sqlite3.Connection:
+    """A connection to the file; with `readonly` it must exist, and the connection cannot
+    change it (it may still upgrade an older schema, see `open_schema`).
+
+    Reading opens the file for writing all the same (`mode=rw`): a connection that cannot
+    write would leave the WAL's -wal and -shm files behind when it closes.
+    """
+    target, uri = path, False
+    if readonly and path != ":memory:":
+        target, uri = f"file:{quote(os.path.abspath(path))}?mode=rw", True
+    try:
+        conn = sqlite3.connect(
+            target, timeout=busy_timeout, isolation_level=None, check_same_thread=False, uri=uri
+        )
+        conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
+    except sqlite3.Error as exc:
+        raise StorageError(f"cannot open {path}: {exc}") from None
+    return conn
+
+
+def open_schema(conn: sqlite3.Connection, path: str, *, readonly: bool) -> None:
+    """Make the schema ready: create or upgrade it (reading: refuse an empty file instead,
+    and never write again).
+
+    Raises:
+        NotFoundError: reading an empty file.
+        SchemaVersionError, StorageError: see `ensure_schema`.
+    """
+    if readonly and _user_version(conn, path) == 0 and not _tables(conn):
+        raise NotFoundError(
+            f"no ttcli database in {path}: the file is empty; run a graph first (ttcli run)"
+        )
+    ensure_schema(conn, path)
+    if readonly:
+        conn.execute("PRAGMA query_only = 1")
 
 
 def schema_sql() -> str:

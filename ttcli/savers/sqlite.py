@@ -41,7 +41,7 @@ from ttcli.savers.base import (
     validate_filter,
 )
 from ttcli.savers.blobs import BlobStore, entry_refs
-from ttcli.savers.migrations import ensure_schema
+from ttcli.savers.migrations import connect, open_schema
 from ttcli.savers.params import chunks
 from ttcli.savers.records import (
     METADATA_SQL,
@@ -219,14 +219,22 @@ class SqliteSaver(BaseSaver):
             graph = builder.compile(checkpointer=saver)
     """
 
-    def __init__(self, path: str | Path, *, busy_timeout: float = DEFAULT_BUSY_TIMEOUT) -> None:
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        busy_timeout: float = DEFAULT_BUSY_TIMEOUT,
+        readonly: bool = False,
+    ) -> None:
+        """Open (or create) the file, creating or upgrading its schema.
+
+        With `readonly`, the file must exist and is never changed: no schema is written into
+        an empty file, no journal is left beside it, and writes raise StorageError (a file
+        of an older format is still upgraded in place, once, so that it can be read).
+        """
         self.path = str(path)
-        try:
-            self.conn = sqlite3.connect(
-                self.path, timeout=busy_timeout, isolation_level=None, check_same_thread=False
-            )
-        except sqlite3.Error as exc:
-            raise StorageError(f"cannot open {self.path}: {exc}") from None
+        self.readonly = readonly
+        self.conn = connect(self.path, busy_timeout, readonly=readonly)
         self._lock = threading.RLock()
         self.blobs = BlobStore(self.conn)
         self.names = Names(self.conn)
@@ -243,9 +251,8 @@ class SqliteSaver(BaseSaver):
         #: times this saver deleted blobs: a copy in progress forgets where it put blobs
         self.blob_deletions = 0
         try:
-            self.conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
-            ensure_schema(self.conn, self.path)
-            if self.path != ":memory:":
+            open_schema(self.conn, self.path, readonly=readonly)
+            if not readonly and self.path != ":memory:":
                 self.conn.execute("PRAGMA journal_mode = WAL")
             # in WAL mode, synchronous=NORMAL survives any crash of the process; only a power
             # cut can lose the last transactions
@@ -259,9 +266,9 @@ class SqliteSaver(BaseSaver):
 
     @classmethod
     @contextmanager
-    def from_conn_string(cls, path: str | Path) -> Iterator[SqliteSaver]:
+    def from_conn_string(cls, path: str | Path, *, readonly: bool = False) -> Iterator[SqliteSaver]:
         """Open a saver for the block and close it after, like LangGraph's SqliteSaver."""
-        saver = cls(path)
+        saver = cls(path, readonly=readonly)
         try:
             yield saver
         finally:
@@ -331,6 +338,10 @@ class SqliteSaver(BaseSaver):
                         raise storage_error(exc, self.path) from None
                     raise
                 return
+            if self.readonly:
+                raise StorageError(
+                    f"{self.path} was opened for reading only: open it without readonly to write"
+                )
             try:
                 self.conn.execute("BEGIN IMMEDIATE")
             except sqlite3.Error as exc:
