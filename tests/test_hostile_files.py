@@ -47,6 +47,11 @@ def order_db(tmp_path: Path) -> Path:
     return db
 
 
+def snapshot(folder: Path) -> dict[str, tuple[int, bytes]]:
+    """Every file in the folder: its mtime and bytes."""
+    return {p.name: (p.stat().st_mtime_ns, p.read_bytes()) for p in folder.iterdir()}
+
+
 def edit(db: Path, *statements: str, params: tuple[object, ...] = ()) -> None:
     conn = sqlite3.connect(db)
     for statement in statements:
@@ -142,13 +147,13 @@ def test_a_looping_or_endless_chain_is_exit_6_in_one_line(
     order_db: Path, damage: str, command: str
 ) -> None:
     DAMAGE[damage](order_db)
-    before = dump(order_db)
+    before = snapshot(order_db.parent)
     done = run(order_db, *READS[command])
     assert done.returncode == 6, done.stderr
     line, *more = done.stderr.splitlines()
     assert more == [] and line.startswith("Error: ") and "does not read" in line, done.stderr
     assert "RecursionError" not in line  # says what is wrong with the file, not with ttcli
-    assert dump(order_db) == before
+    assert snapshot(order_db.parent) == before
 
 
 @pytest.mark.parametrize("damage", list(DAMAGE), ids=list(DAMAGE))
@@ -161,11 +166,6 @@ def test_verify_reports_a_looping_or_endless_chain(order_db: Path, damage: str) 
 
 
 # -- reading never writes
-
-
-def snapshot(folder: Path) -> dict[str, tuple[int, bytes]]:
-    """Every file in the folder: its mtime and bytes."""
-    return {p.name: (p.stat().st_mtime_ns, p.read_bytes()) for p in folder.iterdir()}
 
 
 READERS = {
@@ -214,4 +214,84 @@ def test_a_read_only_saver_reads_and_refuses_to_write(order_db: Path) -> None:
         assert latest is not None and latest.metadata["step"] == 4
         with pytest.raises(StorageError, match=r"^.* was opened for reading only: .*$"):
             saver.put(CONFIG, latest.checkpoint, {"source": "update", "step": 5}, {})
+    assert snapshot(order_db.parent) == before
+
+
+# -- SQL objects ttcli did not create
+
+TRIGGER = (
+    "CREATE TRIGGER wipe_others AFTER INSERT ON checkpoints BEGIN "
+    "DELETE FROM checkpoints WHERE thread_key != NEW.thread_key; END"
+)
+ENDLESS = "WITH RECURSIVE n (k) AS (SELECT 1 UNION ALL SELECT k + 1 FROM n)"
+
+
+def test_verify_lists_every_sql_object_schema_sql_does_not_define(order_db: Path) -> None:
+    edit(
+        order_db,
+        TRIGGER,
+        "CREATE VIEW busy AS SELECT * FROM threads",
+        "CREATE INDEX by_step ON checkpoints (step)",
+        "CREATE TABLE notes (x)",
+    )
+    done = run(order_db, "verify", "--json")
+    assert done.returncode == 6, done.stderr
+    found = [f["what"] for f in json.loads(done.stdout) if f["where"] == "file"]
+    assert found == [
+        "index by_step on checkpoints is not part of ttcli's schema",
+        "table notes is not part of ttcli's schema",
+        "trigger wipe_others on checkpoints is not part of ttcli's schema",
+        "view busy is not part of ttcli's schema",
+    ]
+
+
+def test_a_foreign_trigger_on_a_ttcli_table_is_refused_for_writing(order_db: Path) -> None:
+    edit(order_db, TRIGGER)
+    before = dump(order_db)
+    done = run(order_db, "run", ORDER_AGENT, "-t", "other", "--input", json.dumps(ORDER))
+    assert (done.returncode, done.stdout) == (6, "")
+    assert done.stderr == (
+        f"Error: {order_db} has a trigger wipe_others on table checkpoints that ttcli did not "
+        "create: it would run on ttcli's own writes; drop it (DROP TRIGGER wipe_others) or work "
+        "on a copy\n"
+    )
+    assert dump(order_db) == before
+    with pytest.raises(StorageError, match="has a trigger wipe_others"):
+        SqliteSaver(order_db)
+    assert run(order_db, "history", "-t", "t").returncode == 0  # reading cannot fire it
+
+
+PLACED = {
+    "names-view": (
+        "DROP TABLE names",
+        f"CREATE VIEW names AS {ENDLESS} SELECT k AS name_key, 'x' AS name FROM n",
+    ),
+    "blobs-view": (
+        "DROP TABLE blobs",
+        f"CREATE VIEW blobs AS {ENDLESS} "
+        "SELECT k AS blob_key, NULL AS base_key, 0 AS is_record, X'90' AS value FROM n",
+    ),
+    "threads-view": (
+        "DROP VIEW checkpoint_list",
+        "ALTER TABLE threads RENAME TO old_threads",
+        f"CREATE VIEW threads AS {ENDLESS} SELECT k AS thread_key, 't' AS thread_id, "
+        "'' AS checkpoint_ns, NULL AS info, 1 AS checkpoints FROM n",
+    ),
+}
+
+
+@pytest.mark.parametrize("command", list(READERS), ids=list(READERS))
+@pytest.mark.parametrize("placed", list(PLACED), ids=list(PLACED))
+def test_a_view_in_place_of_a_ttcli_table_is_refused_not_read(
+    order_db: Path, placed: str, command: str
+) -> None:
+    edit(order_db, *PLACED[placed])
+    before = snapshot(order_db.parent)
+    done = run(order_db, *READERS[command])
+    assert (done.returncode, done.stdout) == (6, "")
+    name = placed.split("-")[0]
+    assert done.stderr == (
+        f"Error: {order_db} is not a ttcli database (or a damaged one): {name} is a view, "
+        "where ttcli has a table; use another file\n"
+    )
     assert snapshot(order_db.parent) == before

@@ -41,7 +41,7 @@ from ttcli.savers.base import (
     validate_filter,
 )
 from ttcli.savers.blobs import BlobStore, entry_refs
-from ttcli.savers.migrations import connect, open_schema
+from ttcli.savers.migrations import connect, foreign_objects, open_schema
 from ttcli.savers.params import chunks
 from ttcli.savers.records import (
     METADATA_SQL,
@@ -104,6 +104,23 @@ SELECT parent_id, state, parent_writes
 FROM checkpoints
 WHERE thread_key = :thread_key
   AND checkpoint_id = :checkpoint_id
+"""
+
+#: threads whose kept count is not their number of rows
+_MISCOUNTED = """
+SELECT thread_id, checkpoint_ns, checkpoints, (
+    SELECT count(*) FROM checkpoints AS c WHERE c.thread_key = t.thread_key
+) AS real
+FROM threads AS t
+WHERE checkpoints != real
+"""
+
+#: blobs that append to themselves or a newer blob (ttcli never writes one)
+_UNORDERED_BLOBS = """
+SELECT blob_key, base_key
+FROM blobs
+WHERE base_key >= blob_key
+ORDER BY blob_key
 """
 
 _COUNT = "UPDATE threads SET checkpoints = checkpoints + :change WHERE thread_key = :thread_key"
@@ -782,19 +799,25 @@ class SqliteSaver(BaseSaver):
         return sorted(_id_text(child) for child in found)
 
     def integrity_problems(self) -> builtins.list[str]:
+        """SQLite's integrity check, then what ttcli's format rules out: SQL objects that
+        schema.sql does not define, kept counts that are wrong, blobs that do not point at
+        older ones."""
         with self.read() as conn:
             found = [row[0] for row in conn.execute("PRAGMA integrity_check")]
             if found != ["ok"]:
-                return found
+                return [f"integrity check: {text}" for text in found]
             # a tool that wrote rows behind ttcli's back leaves the kept counts wrong
             return [
-                f"thread '{thread_id}' (namespace '{ns}') is recorded with {kept} checkpoints "
-                f"but has {real}"
-                for thread_id, ns, kept, real in conn.execute(
-                    "SELECT thread_id, checkpoint_ns, checkpoints, ("
-                    "SELECT count(*) FROM checkpoints AS c WHERE c.thread_key = t.thread_key"
-                    ") AS real FROM threads AS t WHERE checkpoints != real"
-                )
+                *foreign_objects(conn),
+                *(
+                    f"thread '{thread_id}' (namespace '{ns}') is recorded with {kept} "
+                    f"checkpoints but has {real}"
+                    for thread_id, ns, kept, real in conn.execute(_MISCOUNTED)
+                ),
+                *(
+                    f"stored value {key} appends to {base}, not an older value (a loop)"
+                    for key, base in conn.execute(_UNORDERED_BLOBS)
+                ),
             ]
 
     def neighbour_ids(self, config: RunnableConfig, checkpoint_ids: Iterable[str]) -> set[str]:
