@@ -156,6 +156,23 @@ def test_a_looping_or_endless_chain_is_exit_6_in_one_line(
     assert snapshot(order_db.parent) == before
 
 
+def test_a_loop_of_parents_is_exit_6_when_copying_a_lineage(order_db: Path) -> None:
+    # the first checkpoint (a full state) made a child of the latest: its ancestors loop
+    edit(
+        order_db,
+        "UPDATE checkpoints SET parent_id = (SELECT max(checkpoint_id) FROM checkpoints) "
+        "WHERE checkpoint_id = (SELECT min(checkpoint_id) FROM checkpoints)",
+    )
+    before = snapshot(order_db.parent)
+    done = run(order_db, "fork", "latest", "-t", "t", "--to-thread", "u")
+    assert (done.returncode, done.stdout) == (6, "")
+    assert done.stderr.startswith("Error: checkpoint ") and done.stderr.endswith(
+        " of thread 't' is its own ancestor (its parents loop); `ttcli verify` lists what else "
+        "is damaged\n"
+    )
+    assert snapshot(order_db.parent) == before
+
+
 @pytest.mark.parametrize("damage", list(DAMAGE), ids=list(DAMAGE))
 def test_verify_reports_a_looping_or_endless_chain(order_db: Path, damage: str) -> None:
     DAMAGE[damage](order_db)

@@ -340,6 +340,7 @@ class BlobStore:
         seen: set[int] = set()
         todo = {key for key in roots if key >= floor}
         while todo:  # the append chains in one query, then a level of record parts
+            seen.update(todo)
             records: list[int] = []
             params = {"roots": json.dumps(sorted(todo)), "floor": floor}
             for blob_key, base_key, is_record in self.conn.execute(_CLOSURE, params):
