@@ -7,12 +7,13 @@ instead of hanging the suite."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sqlite3
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -52,91 +53,84 @@ def snapshot(folder: Path) -> dict[str, tuple[int, bytes]]:
     return {p.name: (p.stat().st_mtime_ns, p.read_bytes()) for p in folder.iterdir()}
 
 
-def edit(db: Path, *statements: str, params: tuple[object, ...] = ()) -> None:
+@contextlib.contextmanager
+def opened(db: Path) -> Iterator[sqlite3.Connection]:
+    """A plain sqlite3 connection to the file, committed and closed after the block."""
     conn = sqlite3.connect(db)
-    for statement in statements:
-        conn.execute(statement, params if "?" in statement else ())
-    conn.commit()
-    conn.close()
+    try:
+        yield conn
+        conn.commit()
+    finally:
+        conn.close()
+
+
+def edit(db: Path, *statements: str) -> None:
+    with opened(db) as conn:
+        for statement in statements:
+            conn.execute(statement)
 
 
 def latest_log_ref(db: Path, key: int) -> None:
     """Point the latest checkpoint's `log` channel at blob `key`."""
-    conn = sqlite3.connect(db)
-    names = {name: k for k, name in conn.execute("SELECT name_key, name FROM names")}
-    checkpoint_id, state = conn.execute(
-        "SELECT checkpoint_id, state FROM checkpoints ORDER BY checkpoint_id DESC LIMIT 1"
-    ).fetchone()
-    depth, channels, seen, updated, writes = serde.loads(state)
-    channels[names["log"]] = [999, serde.Ref(key)]
-    conn.execute(
-        "UPDATE checkpoints SET state = ? WHERE checkpoint_id = ?",
-        (serde.dumps([depth, channels, seen, updated, writes]), checkpoint_id),
-    )
-    conn.commit()
-    conn.close()
-
-
-def appends_to_itself(db: Path) -> None:
-    # every append chain's oldest blob made an append to itself
-    edit(db, "UPDATE blobs SET base_key = blob_key WHERE blob_key IN (SELECT base_key FROM blobs)")
-
-
-def appends_in_a_loop(db: Path) -> None:
-    # the oldest blob of a chain made an append to the newest: a loop through the whole chain
-    edit(
-        db,
-        "UPDATE blobs SET base_key = (SELECT max(blob_key) FROM blobs WHERE base_key IS NOT NULL) "
-        "WHERE blob_key = (SELECT min(base_key) FROM blobs)",
-    )
+    with opened(db) as conn:
+        names = {name: k for k, name in conn.execute("SELECT name_key, name FROM names")}
+        checkpoint_id, state = conn.execute(
+            "SELECT checkpoint_id, state FROM checkpoints ORDER BY checkpoint_id DESC LIMIT 1"
+        ).fetchone()
+        depth, channels, seen, updated, writes = serde.loads(state)
+        channels[names["log"]] = [999, serde.Ref(key)]
+        conn.execute(
+            "UPDATE checkpoints SET state = ? WHERE checkpoint_id = ?",
+            (serde.dumps([depth, channels, seen, updated, writes]), checkpoint_id),
+        )
 
 
 def endless_appends(db: Path) -> None:
     # a chain of appends, each to the one before, longer than any writer makes
-    conn = sqlite3.connect(db)
-    (first,) = conn.execute("SELECT max(blob_key) + 1 FROM blobs").fetchone()
-    conn.execute(
-        "INSERT INTO blobs (blob_key, base_key, value) "
-        "WITH RECURSIVE n (k) AS (SELECT ? UNION ALL SELECT k + 1 FROM n WHERE k < ?) "
-        "SELECT k, CASE WHEN k > ? THEN k - 1 END, X'91a178' FROM n",
-        (first, first + LONG_CHAIN, first),
-    )
-    conn.commit()
-    conn.close()
+    with opened(db) as conn:
+        (first,) = conn.execute("SELECT max(blob_key) + 1 FROM blobs").fetchone()
+        conn.execute(
+            "INSERT INTO blobs (blob_key, base_key, value) "
+            "WITH RECURSIVE n (k) AS (SELECT ? UNION ALL SELECT k + 1 FROM n WHERE k < ?) "
+            "SELECT k, CASE WHEN k > ? THEN k - 1 END, X'91a178' FROM n",
+            (first, first + LONG_CHAIN, first),
+        )
     latest_log_ref(db, first + LONG_CHAIN)
-
-
-def delta_on_itself(db: Path) -> None:
-    # the latest checkpoint (stored as a delta) made its own parent
-    edit(
-        db,
-        "UPDATE checkpoints SET parent_id = checkpoint_id "
-        "WHERE checkpoint_id = (SELECT max(checkpoint_id) FROM checkpoints)",
-    )
 
 
 def deltas_in_a_loop(db: Path) -> None:
     # every checkpoint a delta whose parent is the next one, the newest's the oldest
-    conn = sqlite3.connect(db)
-    ids = [i for (i,) in conn.execute("SELECT checkpoint_id FROM checkpoints ORDER BY 1")]
-    for child, parent in zip(ids, ids[1:] + ids[:1], strict=True):
-        (state,) = conn.execute(
-            "SELECT state FROM checkpoints WHERE checkpoint_id = ?", (child,)
-        ).fetchone()
-        _depth, *rest = serde.loads(state)
-        conn.execute(
-            "UPDATE checkpoints SET parent_id = ?, state = ? WHERE checkpoint_id = ?",
-            (parent, serde.dumps([5, *rest]), child),
-        )
-    conn.commit()
-    conn.close()
+    with opened(db) as conn:
+        rows = conn.execute("SELECT checkpoint_id, state FROM checkpoints ORDER BY 1").fetchall()
+        parents = [i for i, _ in rows[1:] + rows[:1]]
+        for (child, state), parent in zip(rows, parents, strict=True):
+            _depth, *rest = serde.loads(state)
+            conn.execute(
+                "UPDATE checkpoints SET parent_id = ?, state = ? WHERE checkpoint_id = ?",
+                (parent, serde.dumps([5, *rest]), child),
+            )
+
+
+def sql(*statements: str) -> Callable[[Path], None]:
+    return lambda db: edit(db, *statements)
 
 
 DAMAGE: dict[str, Callable[[Path], None]] = {
-    "append-to-itself": appends_to_itself,
-    "appends-in-a-loop": appends_in_a_loop,
+    # every append chain's oldest blob made an append to itself
+    "append-to-itself": sql(
+        "UPDATE blobs SET base_key = blob_key WHERE blob_key IN (SELECT base_key FROM blobs)"
+    ),
+    # the oldest blob of a chain made an append to the newest: a loop through the whole chain
+    "appends-in-a-loop": sql(
+        "UPDATE blobs SET base_key = (SELECT max(blob_key) FROM blobs WHERE base_key IS NOT NULL) "
+        "WHERE blob_key = (SELECT min(base_key) FROM blobs)"
+    ),
     "endless-appends": endless_appends,
-    "delta-on-itself": delta_on_itself,
+    # the latest checkpoint (stored as a delta) made its own parent
+    "delta-on-itself": sql(
+        "UPDATE checkpoints SET parent_id = checkpoint_id "
+        "WHERE checkpoint_id = (SELECT max(checkpoint_id) FROM checkpoints)"
+    ),
     "deltas-in-a-loop": deltas_in_a_loop,
 }
 
