@@ -68,7 +68,9 @@ def open_schema(conn: sqlite3.Connection, path: str, *, readonly: bool) -> None:
         SchemaVersionError: see `ensure_schema`.
     """
     version = _user_version(conn, path)
-    if readonly and version == 0 and not _tables(conn):
+    if readonly and version == 0:  # refused without taking the write lock
+        if _tables(conn):
+            raise _foreign(path)
         raise NotFoundError(
             f"no ttcli database in {path}: the file is empty; run a graph first (ttcli run)"
         )
@@ -167,10 +169,7 @@ def ensure_schema(conn: sqlite3.Connection, path: str) -> None:
         version = _user_version(conn, path)  # another process may have won the race
         if version == 0:
             if _tables(conn):
-                raise StorageError(
-                    f"{path} is not a ttcli database (it has tables but no ttcli schema "
-                    "version); use another file"
-                )
+                raise _foreign(path)
             for statement in statements(schema_sql()):
                 conn.execute(statement)
             version = SCHEMA_VERSION
@@ -184,6 +183,13 @@ def ensure_schema(conn: sqlite3.Connection, path: str) -> None:
     except BaseException:
         conn.execute("ROLLBACK")
         raise
+
+
+def _foreign(path: str) -> StorageError:
+    return StorageError(
+        f"{path} is not a ttcli database (it has tables but no ttcli schema version); "
+        "use another file"
+    )
 
 
 def _user_version(conn: sqlite3.Connection, path: str) -> int:
