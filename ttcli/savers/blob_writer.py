@@ -10,6 +10,7 @@ from typing import Any
 
 from ttcli.errors import SerializationError
 from ttcli.savers.blobs import (
+    CHAIN_DEPTH_MAX,
     CHAIN_DEPTH_MIN,
     INLINE_MAX,
     RECORD_ENTRY_MIN,
@@ -125,6 +126,8 @@ class BlobWriter:
             return None
         if base.depth + 1 >= CHAIN_DEPTH_MIN and base.appended_bytes >= base.keyframe_bytes:
             return None  # time for a keyframe
+        if base.depth + 1 >= CHAIN_DEPTH_MAX:
+            return None  # readers refuse longer chains as damaged
         if tail is not None:
             if len(value) - len(tail) != base.length:
                 return None

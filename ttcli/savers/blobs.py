@@ -40,6 +40,10 @@ RECORD_ENTRY_MIN = 48  # map entries at least this large become blobs of their o
 # up to the size of its last keyframe: keyframes then cost at most the value's size again,
 # and a read walks a bounded number of rows per byte of value.
 CHAIN_DEPTH_MIN = 1024
+# However small the appends, a chain never grows longer than this (a keyframe comes first): a
+# longer chain, or one whose blob points at itself or a newer blob, is damaged, and reading
+# it stops there instead of walking forever.
+CHAIN_DEPTH_MAX = 1_000_000
 RECENT_MAX = 256  # encoded channel values remembered for append detection
 DECODED_MAX = 16  # list channel values kept decoded (a chat's history, read at every turn)
 
@@ -54,11 +58,12 @@ class BlobRows(Protocol):
     def one(self, blob_key: int) -> tuple[int | None, int, bytes] | None:
         """(base_key, is_record, value) of a blob, or None."""
 
-    def chain(self, blob_key: int) -> list[tuple[int, int | None, int, bytes]]:
-        """The blob and the blobs it appends to, oldest first, as (key, base, record, value)."""
+    def chain(self, blob_key: int, limit: int) -> list[tuple[int, int | None, int, bytes]]:
+        """The blob and the blobs it appends to, oldest first, as (key, base, record, value),
+        following only links to older blobs and at most `limit` of them."""
 
-    def many(self, keys: Sequence[int]) -> Iterator[tuple[int | None, int, bytes]]:
-        """(base_key, is_record, value) of the given blobs that exist."""
+    def many(self, keys: Sequence[int]) -> Iterator[tuple[int, int | None, int, bytes]]:
+        """(blob_key, base_key, is_record, value) of the given blobs that exist."""
 
     def adopt(self, blob_key: int, base_key: int) -> bool:
         """Set the base of a blob that has none; False if it has one."""
@@ -170,10 +175,28 @@ class BlobStore:
         if len(self._decoded) > DECODED_MAX:
             self._decoded.popitem(last=False)
 
+    def _chain(self, blob_key: int) -> list[Any]:
+        """The blob and the blobs it appends to, oldest first (see `BlobRows.chain`).
+
+        Raises:
+            CorruptValueError: a blob is missing, or the chain loops or never ends.
+        """
+        rows = self.rows.chain(blob_key, CHAIN_DEPTH_MAX)
+        if not rows or rows[-1][0] != blob_key:
+            raise CorruptValueError(f"stored value {blob_key} is missing")
+        oldest, base = rows[0][0], rows[0][1]
+        if base is None:
+            return rows
+        if base >= oldest:
+            problem = f"through {oldest} to {base}, not an older value (a loop)"
+        elif len(rows) > CHAIN_DEPTH_MAX:
+            problem = f"to more than {CHAIN_DEPTH_MAX} values, more than ttcli ever chains"
+        else:
+            problem = f"to {base}, which is missing"
+        raise CorruptValueError(f"stored value {blob_key} appends {problem}")
+
     def _read_chain(self, blob_key: int) -> Any:
-        rows = self.rows.chain(blob_key)
-        if not rows or rows[-1][0] != blob_key or rows[0][1] is not None:
-            raise CorruptValueError(f"stored value {blob_key} is missing or its chain is broken")
+        rows = self._chain(blob_key)
         if len(rows) > 1 and not any(is_record for _, _, is_record, _ in rows):
             joined = _joined_lists([data for *_, data in rows])
             if joined is not None:  # the whole chain is plain lists: decode it in one go
@@ -200,6 +223,7 @@ class BlobStore:
         if not is_record:
             return value
         if isinstance(value, Ref) or type(value) is dict:
+            _older(blob_key, entry_refs(value))  # so that records never nest in a loop
             return self.load_value(value)
         raise CorruptValueError(f"stored value {blob_key} is a record of the wrong shape")
 
@@ -208,6 +232,10 @@ class BlobStore:
 
         A blob only ever points at older blobs (smaller keys), so a walk that only needs to
         know about blobs from `floor` up stops below it.
+
+        Raises:
+            CorruptValueError: a blob points at itself or a newer blob (a forged or damaged
+                file, where following links could loop and collecting by key is unsafe).
         """
         seen: set[int] = set()
         todo = {key for key in roots if key >= floor}
@@ -215,11 +243,12 @@ class BlobStore:
             level = sorted(todo)
             seen.update(level)
             found: set[int] = set()
-            for base_key, is_record, data in self.rows.many(level):
-                if base_key is not None:
-                    found.add(base_key)
+            for blob_key, base_key, is_record, data in self.rows.many(level):
+                links = [] if base_key is None else [base_key]
                 if is_record:
-                    found.update(entry_refs(self.serde.loads(data)))
+                    links += entry_refs(self.serde.loads(data))
+                _older(blob_key, links)  # so that the walk ends, even in a forged file
+                found.update(links)
             todo = {key for key in found if key >= floor} - seen
         return seen
 
@@ -230,7 +259,7 @@ class BlobStore:
         if info is not None:
             self._recent.move_to_end(blob_key)
             return info
-        rows = self.rows.chain(blob_key)
+        rows = self._chain(blob_key)
         value = self.read_channel(blob_key)
         info = ChannelInfo(
             data=self.serde.dumps(value),
@@ -251,6 +280,15 @@ class BlobStore:
         """Drop remembered values (after a rollback their blob keys may be reused)."""
         self._recent.clear()
         self._decoded.clear()
+
+
+def _older(blob_key: int, links: Iterable[int]) -> None:
+    """Refuse a blob linking to itself or a newer blob: ttcli never writes one."""
+    for link in links:
+        if link >= blob_key:
+            raise CorruptValueError(
+                f"stored value {blob_key} points at {link}, not an older value (a loop)"
+            )
 
 
 def body(data: bytes) -> bytes:

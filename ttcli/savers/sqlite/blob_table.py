@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterator, Sequence
-from typing import Any
 
 from ttcli.savers.sqlite.params import chunks
 
@@ -22,6 +21,8 @@ WITH RECURSIVE chain (blob_key, base_key, is_record, value, depth) AS (
     SELECT b.blob_key, b.base_key, b.is_record, b.value, chain.depth + 1
     FROM blobs AS b
     JOIN chain ON b.blob_key = chain.base_key
+    WHERE chain.base_key < chain.blob_key
+      AND chain.depth < :max_depth
 )
 SELECT blob_key, base_key, is_record, value
 FROM chain
@@ -51,14 +52,19 @@ class SqliteBlobRows:
     def one(self, blob_key: int) -> tuple[int | None, int, bytes] | None:
         return self.conn.execute(_ONE, {"blob_key": blob_key}).fetchone()  # type: ignore[no-any-return]
 
-    def chain(self, blob_key: int) -> list[tuple[int, int | None, int, bytes]]:
-        return self.conn.execute(_CHAIN, {"blob_key": blob_key}).fetchall()
+    def chain(self, blob_key: int, limit: int) -> list[tuple[int, int | None, int, bytes]]:
+        # the walk follows only links to older blobs and stops after `limit`: a loop or an
+        # endless chain ends with its oldest row still naming a base (the caller's damage)
+        params = {"blob_key": blob_key, "max_depth": limit}
+        return self.conn.execute(_CHAIN, params).fetchall()
 
-    def many(self, keys: Sequence[int]) -> Iterator[tuple[int | None, int, bytes]]:
+    def many(self, keys: Sequence[int]) -> Iterator[tuple[int, int | None, int, bytes]]:
         for chunk in chunks(keys):
             marks = ",".join("?" * len(chunk))
             yield from self.conn.execute(
-                f"SELECT base_key, is_record, value FROM blobs WHERE blob_key IN ({marks})", chunk
+                "SELECT blob_key, base_key, is_record, value FROM blobs "
+                f"WHERE blob_key IN ({marks})",
+                chunk,
             )
 
     def adopt(self, blob_key: int, base_key: int) -> bool:
@@ -67,6 +73,3 @@ class SqliteBlobRows:
             {"base_key": base_key, "blob_key": blob_key},
         )
         return cursor.rowcount == 1
-
-
-__all__ = ["Any", "SqliteBlobRows"]

@@ -53,10 +53,17 @@ class SqliteSaver(BaseSaver):
         *,
         busy_timeout: float = DEFAULT_BUSY_TIMEOUT,
         serde: Serializer | None = None,
+        readonly: bool = False,
     ) -> None:
+        """Open (or create) the file, creating or upgrading its schema.
+
+        With `readonly`, the file must exist and is never changed: no schema is written into
+        an empty file, no journal is left beside it, and writes raise StorageError (a file
+        of an older format is still upgraded in place, once, so that it can be read).
+        """
         #: decodes what the file stores; by default a new `Serializer()` of its own
         self.serde = serde or Serializer()
-        self.connection = Connection(path, busy_timeout)
+        self.connection = Connection(path, busy_timeout, readonly=readonly)
         self.path, self.conn = self.connection.path, self.connection.conn
         self.names = SqliteNames(self.conn, self.serde)
         self.blobs = BlobStore(SqliteBlobRows(self.conn), self.serde)
@@ -71,10 +78,10 @@ class SqliteSaver(BaseSaver):
     @classmethod
     @contextmanager
     def from_conn_string(
-        cls, path: str | Path, *, serde: Serializer | None = None
+        cls, path: str | Path, *, serde: Serializer | None = None, readonly: bool = False
     ) -> Iterator[SqliteSaver]:
         """Open a saver for the block and close it after, like LangGraph's SqliteSaver."""
-        saver = cls(path, serde=serde)
+        saver = cls(path, serde=serde, readonly=readonly)
         try:
             yield saver
         finally:
