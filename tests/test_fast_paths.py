@@ -149,3 +149,8 @@ def test_children_give_what_the_default_gives(saver: BaseSaver, branched: list[s
             cfg("t", checkpoint_id)
         )
     assert any(len(saver.child_ids(cfg("t", i))) == 2 for i in branched)  # the branches show
+
+
+def test_a_saver_written_elsewhere_runs_a_graph(saver: BaseSaver) -> None:
+    app = graphs.linear(API).compile(checkpointer=Core(saver))
+    assert app.invoke({"x": 1, "log": []}, cfg())["x"] == 20

@@ -18,23 +18,26 @@ if TYPE_CHECKING:
     )
     from ttcli.graph.builder import StateGraph
     from ttcli.graph.constants import END, START
-    from ttcli.graph.messages import (
-        AIMessage,
-        HumanMessage,
-        Message,
-        MessagesState,
-        RemoveMessage,
-        SystemMessage,
-        ToolMessage,
-        add_messages,
-    )
+    from ttcli.graph.messages import MessagesState, add_messages
     from ttcli.graph.prebuilt import ToolNode, tools_condition
-    from ttcli.runtime.commands import Command, Interrupt, Send, get_stream_writer, interrupt
+    from ttcli.runtime.commands import get_stream_writer, interrupt
     from ttcli.runtime.compiled import CompiledStateGraph
     from ttcli.runtime.types import PregelTask, StateSnapshot
     from ttcli.savers.base import BaseSaver, CheckpointTuple
     from ttcli.savers.memory import InMemorySaver, MemorySaver
+    from ttcli.savers.serde import Serializer
     from ttcli.savers.sqlite import SqliteSaver
+    from ttcli.values import (
+        AIMessage,
+        Command,
+        HumanMessage,
+        Interrupt,
+        Message,
+        RemoveMessage,
+        Send,
+        SystemMessage,
+        ToolMessage,
+    )
 
 __version__ = "0.1.0"
 
@@ -58,6 +61,7 @@ __all__ = [
     "RemoveMessage",
     "START",
     "Send",
+    "Serializer",
     "SqliteSaver",
     "StateGraph",
     "StateSnapshot",
@@ -79,19 +83,10 @@ _WHERE = {
     "StateGraph": "ttcli.graph.builder",
     "END": "ttcli.graph.constants",
     "START": "ttcli.graph.constants",
-    "AIMessage": "ttcli.graph.messages",
-    "HumanMessage": "ttcli.graph.messages",
-    "Message": "ttcli.graph.messages",
     "MessagesState": "ttcli.graph.messages",
-    "RemoveMessage": "ttcli.graph.messages",
-    "SystemMessage": "ttcli.graph.messages",
-    "ToolMessage": "ttcli.graph.messages",
     "add_messages": "ttcli.graph.messages",
     "ToolNode": "ttcli.graph.prebuilt",
     "tools_condition": "ttcli.graph.prebuilt",
-    "Command": "ttcli.runtime.commands",
-    "Interrupt": "ttcli.runtime.commands",
-    "Send": "ttcli.runtime.commands",
     "get_stream_writer": "ttcli.runtime.commands",
     "interrupt": "ttcli.runtime.commands",
     "CompiledStateGraph": "ttcli.runtime.compiled",
@@ -101,7 +96,17 @@ _WHERE = {
     "CheckpointTuple": "ttcli.savers.base",
     "InMemorySaver": "ttcli.savers.memory",
     "MemorySaver": "ttcli.savers.memory",
+    "Serializer": "ttcli.savers.serde",
     "SqliteSaver": "ttcli.savers.sqlite",
+    "AIMessage": "ttcli.values",
+    "Command": "ttcli.values",
+    "HumanMessage": "ttcli.values",
+    "Interrupt": "ttcli.values",
+    "Message": "ttcli.values",
+    "RemoveMessage": "ttcli.values",
+    "Send": "ttcli.values",
+    "SystemMessage": "ttcli.values",
+    "ToolMessage": "ttcli.values",
 }
 
 

@@ -95,6 +95,14 @@ class TtcliGroup(click.Group):
         assert isinstance(found, click.Command)
         return found
 
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        name, command, rest = super().resolve_command(ctx, args)
+        # the commands of cli/read.py only read: they open the file so that it never changes
+        ctx.ensure_object(Env).readonly = COMMANDS.get(name or "") == "read"
+        return name, command, rest
+
     def make_context(
         self, info_name: str | None, args: list[str], parent: click.Context | None = None,
         **extra: Any,
@@ -138,6 +146,8 @@ class Env:
     db: str = "ttcli.db"
     format: str = "table"
     busy_timeout: float = 30.0
+    #: the command only reads: the file is opened so that nothing can change it
+    readonly: bool = False
     _saver: SqliteSaver | None = field(default=None, repr=False)
 
     @property
@@ -163,7 +173,9 @@ class Env:
                 )
             from ttcli.savers.sqlite import SqliteSaver
 
-            self._saver = SqliteSaver(self.db, busy_timeout=self.busy_timeout)
+            self._saver = SqliteSaver(
+                self.db, busy_timeout=self.busy_timeout, readonly=self.readonly and not create
+            )
         return self._saver
 
     def close(self) -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ttcli.configs import CheckpointRef, RunnableConfig
-from ttcli.errors import CheckpointNotFoundError
+from ttcli.errors import CheckpointNotFoundError, CorruptValueError
 from ttcli.savers.base import BaseSaver, CheckpointTuple, copy_checkpoint
 
 __all__ = ["copy_checkpoint", "copy_lineage", "lineage"]
@@ -20,10 +20,17 @@ def lineage(saver: BaseSaver, config: RunnableConfig) -> list[CheckpointTuple]:
     if head is None:
         raise CheckpointNotFoundError(str(ref.checkpoint_id or "latest"), ref.thread_id)
     found = [head]
+    seen = {head.checkpoint["id"]}  # a forged file's parents may loop
     while found[-1].parent_config is not None:
         parent = saver.get_tuple(found[-1].parent_config)
         if parent is None:
             break
+        if parent.checkpoint["id"] in seen:
+            raise CorruptValueError(
+                f"checkpoint {parent.checkpoint['id']} of thread '{ref.thread_id}' is its own "
+                "ancestor (its parents loop); `ttcli verify` lists what else is damaged"
+            )
+        seen.add(parent.checkpoint["id"])
         found.append(parent)
     return found[::-1]
 

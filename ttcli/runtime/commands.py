@@ -1,7 +1,8 @@
 """Human-in-the-loop and dynamic routing: `interrupt`, `Command`, `Send`, `Interrupt`.
 
 Names and behaviour follow LangGraph's `langgraph.types`, so `from ttcli import interrupt,
-Command, Send` is the only change a ported graph needs.
+Command, Send` is the only change a ported graph needs. The value types themselves live in
+`ttcli.values` (so every saver can rebuild them) and are re-exported here.
 """
 
 from __future__ import annotations
@@ -11,59 +12,26 @@ import functools
 import hashlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
+from typing import TYPE_CHECKING, Any
 
-from ttcli.savers import serde
+from ttcli.values import Command, Interrupt, Send
 
 if TYPE_CHECKING:
     from ttcli.runtime.subgraphs import ParentLink
 
-
-@dataclass(frozen=True)
-class Interrupt:
-    """What a paused node asked for; answer it with `Command(resume=...)`."""
-
-    value: Any
-    #: answers a specific interrupt with `Command(resume={id: value})`
-    id: str
-    response_schema: dict[str, Any] | None = None
-
-
-@dataclass(frozen=True)
-class Send:
-    """Run `node` with `arg` as its input in the next superstep (map-reduce fan-out)."""
-
-    node: str
-    arg: Any
-
-
-N = TypeVar("N")
-
-
-@dataclass(frozen=True)
-class Command(Generic[N]):
-    """Returned by a node, or given as input: update the state, go to nodes, answer interrupts.
-
-    Generic in the node names it may go to, so `-> Command[Literal["a", "b"]]` annotates
-    a node as in LangGraph; `graph=Command.PARENT` sends it to the graph that called this one.
-    """
-
-    PARENT: ClassVar[str] = "__parent__"
-
-    graph: str | None = None
-    update: Any = None
-    resume: Any = None
-    goto: N | str | Send | Sequence[N | str | Send] = field(default=())
-
-    def destinations(self) -> list[str | Send]:
-        goto: Any = self.goto
-        if isinstance(goto, str | Send):
-            return [goto]
-        return list(goto)
-
-
-# stored in channels and pending writes, so the saver may rebuild them
-serde.register(Interrupt, Send)
+__all__ = [
+    "Command",
+    "GraphInterrupt",
+    "Interrupt",
+    "ParentCommand",
+    "Send",
+    "TaskScratchpad",
+    "current_scratchpad",
+    "get_stream_writer",
+    "interrupt",
+    "interrupt_id",
+    "run_in_task",
+]
 
 
 class GraphInterrupt(Exception):  # noqa: N818 - LangGraph's name

@@ -35,6 +35,7 @@ from typing import Any, NamedTuple, TypedDict
 
 from ttcli.configs import CheckpointRef, RunnableConfig
 from ttcli.errors import AnswerConflictError, ConfigError, InvalidFilterError
+from ttcli.savers.serde import Serializer
 
 FILTER_KEY = re.compile(r"^[A-Za-z0-9_.-]+$")
 
@@ -139,6 +140,9 @@ def merged_answers(stored: Any, sent: Any, thread_id: str) -> Any:
 
 class BaseSaver(ABC):
     """Stores checkpoints, their metadata and the pending writes of their tasks."""
+
+    #: encodes and decodes the values stored; each saver owns its own (see savers/serde.py)
+    serde: Serializer
 
     @abstractmethod
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from ttcli.errors import StorageError
 from ttcli.savers.sqlite.errors import storage_error
-from ttcli.savers.sqlite.migrations import ensure_schema
+from ttcli.savers.sqlite.migrations import connect, open_schema
 
 DEFAULT_BUSY_TIMEOUT = 30.0  # seconds a writer waits for another before giving up
 
@@ -39,14 +39,16 @@ class BatchFacts:
 class Connection:
     """One sqlite3 connection, its lock, and the batch in progress (if any)."""
 
-    def __init__(self, path: str | Path, busy_timeout: float = DEFAULT_BUSY_TIMEOUT) -> None:
+    def __init__(
+        self,
+        path: str | Path,
+        busy_timeout: float = DEFAULT_BUSY_TIMEOUT,
+        *,
+        readonly: bool = False,
+    ) -> None:
         self.path = str(path)
-        try:
-            self.conn = sqlite3.connect(
-                self.path, timeout=busy_timeout, isolation_level=None, check_same_thread=False
-            )
-        except sqlite3.Error as exc:
-            raise StorageError(f"cannot open {self.path}: {exc}") from None
+        self.readonly = readonly
+        self.conn = connect(self.path, busy_timeout, readonly=readonly)
         self.lock = threading.RLock()
         self.depth = 0
         self.facts = BatchFacts()
@@ -60,9 +62,8 @@ class Connection:
         self.on_batch_end: list[Hook] = []
         self._data_version: int | None = None
         try:
-            self.conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
-            ensure_schema(self.conn, self.path)
-            if self.path != ":memory:":
+            open_schema(self.conn, self.path, readonly=readonly)
+            if not readonly and self.path != ":memory:":
                 self.conn.execute("PRAGMA journal_mode = WAL")
             # in WAL mode, synchronous=NORMAL survives any crash of the process; only a power
             # cut can lose the last transactions
@@ -124,6 +125,10 @@ class Connection:
                 with self._in_batch(flush=not keep_held, writing=True) as conn:
                     yield conn
                 return
+            if self.readonly:
+                raise StorageError(
+                    f"{self.path} was opened for reading only: open it without readonly to write"
+                )
             try:
                 self.conn.execute("BEGIN IMMEDIATE")
             except sqlite3.Error as exc:

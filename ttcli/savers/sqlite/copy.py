@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING, Any
 
 from ttcli.configs import CheckpointRef
 from ttcli.errors import StorageError
-from ttcli.savers import serde
 from ttcli.savers.blobs import entry_refs
 from ttcli.savers.records import State, pending_refs, state_refs, unpack_parent
 from ttcli.savers.serde import Ref
@@ -184,6 +183,7 @@ class _Page:
         below: bytes,
     ) -> None:
         self.c, self.sconn, self.tconn = copy, sconn, tconn
+        self.serde = copy.source.serde  # both files' rows are read alike, to compare them
         self.source_key, self.target_key, self.below = source_key, target_key, below
         self.new_blobs: list[tuple[int, int | None, int, bytes]] = []
         self.copied: list[bytes] = []
@@ -198,8 +198,8 @@ class _Page:
         present = set(self.c.target.rows.present(self.tconn, self.target_key, set(ids)))
         todo = [row for row in rows if row[0] not in present]
         tables = self._tables(ids)
-        raws = {row[0]: serde.loads(row[7]) for row in todo}
-        moved = {row[0]: serde.loads(row[8]) for row in todo if row[8] is not None}
+        raws = {row[0]: self.serde.loads(row[7]) for row in todo}
+        moved = {row[0]: self.serde.loads(row[8]) for row in todo if row[8] is not None}
         refs = {
             checkpoint_id: [
                 *state_refs(raw),
@@ -245,7 +245,7 @@ class _Page:
                 self.verbatim.add(checkpoint_id)
             else:
                 translated = self.c.state(raws[checkpoint_id])
-                state = serde.dumps(translated, path="checkpoint")
+                state = self.serde.dumps(translated, path="checkpoint")
                 if self.c.same_names:  # only blob keys differ: checked as decoded
                     self.expected[checkpoint_id] = (translated, None)
             parent_writes = None
@@ -254,7 +254,7 @@ class _Page:
                     parent_writes = _moved
                 elif follows:
                     pending = self.c.pending(moved[checkpoint_id])
-                    parent_writes = serde.dumps(pending, path="pending writes")
+                    parent_writes = self.serde.dumps(pending, path="pending writes")
                     if checkpoint_id in self.expected:
                         self.expected[checkpoint_id] = (self.expected[checkpoint_id][0], pending)
                 elif parent is not None and (parent in self.inserted or self._in_target(parent)):
@@ -308,7 +308,7 @@ class _Page:
             "AND checkpoint_id >= ? AND checkpoint_id <= ?",
             (self.source_key, ids[0], ids[-1]),
         ).fetchall()
-        return {checkpoint_id: serde.loads(tasks) for checkpoint_id, tasks in found}
+        return {checkpoint_id: self.serde.loads(tasks) for checkpoint_id, tasks in found}
 
     def _in_target(self, checkpoint_id: bytes) -> bool:
         found = self.tconn.execute(
@@ -329,7 +329,7 @@ class _Page:
             return
         if unpack_parent(following[0], following[1]) != checkpoint_id:
             return
-        raw = serde.loads(following[2])
+        raw = self.serde.loads(following[2])
         self._copy_blobs(list(pending_refs(raw)))
         self._add_pending(checkpoint_id, self.c.pending(raw), replace=False)
 
@@ -342,10 +342,10 @@ class _Page:
             "SELECT tasks FROM writes WHERE thread_key = ? AND checkpoint_id = ?",
             (self.target_key, checkpoint_id),
         ).fetchone()
-        merged = _merge(serde.loads(row[0]), translated, replace) if row else translated
+        merged = _merge(self.serde.loads(row[0]), translated, replace) if row else translated
         self.tconn.execute(
             "INSERT OR REPLACE INTO writes (thread_key, checkpoint_id, tasks) VALUES (?, ?, ?)",
-            (self.target_key, checkpoint_id, serde.dumps(merged, path="pending writes")),
+            (self.target_key, checkpoint_id, self.serde.dumps(merged, path="pending writes")),
         )
 
     def _copy_blobs(self, keys: list[int]) -> None:
@@ -366,7 +366,7 @@ class _Page:
             for base_key, is_record, data in found.values():
                 more = [] if base_key is None else [base_key]
                 if is_record:
-                    more += entry_refs(serde.loads(data))
+                    more += entry_refs(self.serde.loads(data))
                 wanted.update(k for k in more if k not in rows and k not in self.c.blobs)
         if not rows:
             return
@@ -377,7 +377,7 @@ class _Page:
         for key in sorted(rows):  # a blob points only at older ones: they are decided first
             base_key, is_record, data = rows[key]
             if is_record:
-                data = serde.dumps(self.c.entry(serde.loads(data)))
+                data = self.serde.dumps(self.c.entry(self.serde.loads(data)))
             base = None if base_key is None else self.c.blob(base_key)
             if key > floor and key not in taken and base == base_key and data == rows[key][2]:
                 self.c.blobs[key] = key
@@ -440,7 +440,7 @@ class _Page:
         if ours is None or tuple(ours[1:7]) != tuple(theirs[1:7]):
             return False
         checkpoint_id = theirs[0]
-        stored = serde.loads(ours[7])
+        stored = self.serde.loads(ours[7])
         parent = unpack_parent(checkpoint_id, ours[1])
         if stored[0] and (
             parent is None or (parent not in self.inserted and not self._in_target(parent))
@@ -462,16 +462,16 @@ class _Page:
         if checkpoint_id in self.expected:  # same names: what was meant to be written
             state, pending = self.expected[checkpoint_id]
             return stored == state and (
-                ours[8] is None if pending is None else serde.loads(ours[8]) == pending
+                ours[8] is None if pending is None else self.serde.loads(ours[8]) == pending
             )
         source_name, target_name = self.c.source.names.name, self.c.target.names.name
-        expected = rekey_state(serde.loads(theirs[7]), source_name, self.c.entry)
+        expected = rekey_state(self.serde.loads(theirs[7]), source_name, self.c.entry)
         if rekey_state(stored, target_name) != expected:
             return False
         if ours[8] is None:  # the parent's writes stayed behind, or went to `writes`
             return True
-        return rekey_pending(serde.loads(ours[8]), target_name) == rekey_pending(
-            serde.loads(theirs[8]), source_name, self.c.entry
+        return rekey_pending(self.serde.loads(ours[8]), target_name) == rekey_pending(
+            self.serde.loads(theirs[8]), source_name, self.c.entry
         )
 
     def _settled(self, checkpoint_id: bytes) -> bool:

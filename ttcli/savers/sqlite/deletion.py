@@ -13,7 +13,6 @@ import sqlite3
 from collections.abc import Iterable, Sequence
 
 from ttcli.configs import CheckpointRef
-from ttcli.savers import serde
 from ttcli.savers.blobs import BlobStore, entry_refs
 from ttcli.savers.records import Names, decode_pending, pending_refs, state_refs, unpack_parent
 from ttcli.savers.sqlite import sql
@@ -126,11 +125,11 @@ class Deletion:
             for state, moved in conn.execute(
                 f"SELECT state, parent_writes FROM checkpoints WHERE {where}", params
             ):
-                found.update(state_refs(serde.loads(state)))
+                found.update(state_refs(self.blobs.serde.loads(state)))
                 if moved is not None:
-                    found.update(pending_refs(serde.loads(moved)))
+                    found.update(pending_refs(self.blobs.serde.loads(moved)))
             for (tasks,) in conn.execute(f"SELECT tasks FROM writes WHERE {where}", params):
-                found.update(pending_refs(serde.loads(tasks)))
+                found.update(pending_refs(self.blobs.serde.loads(tasks)))
         return found
 
     def _delete_rows(self, conn: sqlite3.Connection, thread_key: int, doomed: list[bytes]) -> None:

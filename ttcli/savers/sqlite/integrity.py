@@ -1,9 +1,12 @@
 """What `ttcli verify` checks in a file beyond decoding every value: SQLite's own integrity
-check, the kept counts, and the invariants of the contract that a file can break."""
+check, SQL objects that schema.sql does not define, the kept counts, and the invariants of
+the contract that a file can break."""
 
 from __future__ import annotations
 
 import sqlite3
+
+from ttcli.savers.sqlite.migrations import foreign_objects
 
 _COUNTS = """
 SELECT thread_id, checkpoint_ns, checkpoints, (
@@ -38,9 +41,10 @@ LIMIT 100
 def integrity_problems(conn: sqlite3.Connection) -> list[str]:
     found = [row[0] for row in conn.execute("PRAGMA integrity_check")]
     if found != ["ok"]:
-        return found
+        return [f"integrity check: {text}" for text in found]
     # a tool that wrote rows behind ttcli's back leaves the kept counts wrong
-    problems = [
+    problems = foreign_objects(conn)
+    problems += [
         f"thread '{thread_id}' (namespace '{ns}') is recorded with {kept} checkpoints "
         f"but has {real}"
         for thread_id, ns, kept, real in conn.execute(_COUNTS)

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import functools
+import os
 import sqlite3
 from pathlib import Path
+from urllib.parse import quote
 
-from ttcli.errors import SchemaVersionError, StorageError
+from ttcli.errors import NotFoundError, SchemaVersionError, StorageError
 from ttcli.savers.sqlite.errors import storage_error
 
 SCHEMA_VERSION = 5
@@ -34,6 +37,114 @@ MIGRATIONS: dict[int, str] = {
 }
 
 
+def connect(path: str, busy_timeout: float, *, readonly: bool) -> sqlite3.Connection:
+    """A connection to the file; with `readonly` it must exist, and the connection cannot
+    change it (it may still upgrade an older schema, see `open_schema`).
+
+    Reading opens the file for writing all the same (`mode=rw`): a connection that cannot
+    write would leave the WAL's -wal and -shm files behind when it closes.
+    """
+    target, uri = path, False
+    if readonly and path != ":memory:":
+        target, uri = f"file:{quote(os.path.abspath(path))}?mode=rw", True
+    try:
+        conn = sqlite3.connect(
+            target, timeout=busy_timeout, isolation_level=None, check_same_thread=False, uri=uri
+        )
+        conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
+    except sqlite3.Error as exc:
+        raise StorageError(f"cannot open {path}: {exc}") from None
+    return conn
+
+
+def open_schema(conn: sqlite3.Connection, path: str, *, readonly: bool) -> None:
+    """Make the schema ready: create or upgrade it (reading: refuse an empty file instead,
+    and never write again), then check that ttcli's tables are tables.
+
+    Raises:
+        NotFoundError: reading an empty file.
+        StorageError: a view or other object where a ttcli table should be; or, before
+            anything is written, a trigger that ttcli did not create on one of its tables.
+        SchemaVersionError: see `ensure_schema`.
+    """
+    version = _user_version(conn, path)
+    if readonly and version == 0:  # refused without taking the write lock
+        if _tables(conn):
+            raise _foreign(path)
+        raise NotFoundError(
+            f"no ttcli database in {path}: the file is empty; run a graph first (ttcli run)"
+        )
+    if version <= SCHEMA_VERSION and (not readonly or version < SCHEMA_VERSION):
+        _refuse_triggers(conn, path)  # about to write: no statement of ours may fire one
+    ensure_schema(conn, path)
+    _require_tables(conn, path)
+    if readonly:
+        conn.execute("PRAGMA query_only = 1")
+
+
+#: every SQL object but SQLite's own (whose names no one else may use)
+_OBJECTS = r"""
+SELECT name, type, tbl_name
+FROM sqlite_master
+WHERE name NOT LIKE 'sqlite\_%' ESCAPE '\'
+ORDER BY type, name
+"""
+
+
+@functools.cache
+def schema_objects() -> dict[str, str]:
+    """Name -> type (table, index, view, trigger) of every SQL object schema.sql creates."""
+    conn = sqlite3.connect(":memory:")
+    try:
+        for statement in statements(schema_sql()):
+            conn.execute(statement)
+        return {name: kind for name, kind, _ in conn.execute(_OBJECTS)}
+    finally:
+        conn.close()
+
+
+def foreign_objects(conn: sqlite3.Connection) -> list[str]:
+    """Each SQL object of the file that schema.sql does not define, or defines as another
+    kind, and each one it defines that the file lacks: one line each."""
+    ours = schema_objects()
+    rows = conn.execute(_OBJECTS).fetchall()
+    found = []
+    for name, kind, table in rows:
+        if name not in ours:
+            on = f" on {table}" if kind in ("index", "trigger") else ""
+            found.append(f"{kind} {name}{on} is not part of ttcli's schema")
+        elif ours[name] != kind:
+            found.append(f"{name} is a {kind}, where ttcli has a {ours[name]}")
+    present = {name for name, _, _ in rows}
+    return found + [f"{ours[name]} {name} is missing" for name in ours if name not in present]
+
+
+def _require_tables(conn: sqlite3.Connection, path: str) -> None:
+    """Refuse a file where a ttcli table is missing or is something else (a view could
+    return rows without end)."""
+    kinds = {name: kind for name, kind, _ in conn.execute(_OBJECTS)}
+    for name, kind in schema_objects().items():
+        if kind == "table" and kinds.get(name) != "table":
+            what = (
+                f"{name} is a {kinds[name]}, where ttcli has a table"
+                if name in kinds
+                else f"its table {name} is missing"
+            )
+            raise StorageError(
+                f"{path} is not a ttcli database (or a damaged one): {what}; use another file"
+            )
+
+
+def _refuse_triggers(conn: sqlite3.Connection, path: str) -> None:
+    ours = schema_objects()
+    for name, kind, table in conn.execute(_OBJECTS):
+        if kind == "trigger" and ours.get(table) == "table":
+            raise StorageError(
+                f"{path} has a trigger {name} on table {table} that ttcli did not create: it "
+                f"would run on ttcli's own writes; drop it (DROP TRIGGER {name}) or work on a copy"
+            )
+
+
 def schema_sql() -> str:
     return (Path(__file__).parent.parent / "schema.sql").read_text(encoding="utf-8")
 
@@ -58,10 +169,7 @@ def ensure_schema(conn: sqlite3.Connection, path: str) -> None:
         version = _user_version(conn, path)  # another process may have won the race
         if version == 0:
             if _tables(conn):
-                raise StorageError(
-                    f"{path} is not a ttcli database (it has tables but no ttcli schema "
-                    "version); use another file"
-                )
+                raise _foreign(path)
             for statement in statements(schema_sql()):
                 conn.execute(statement)
             version = SCHEMA_VERSION
@@ -75,6 +183,13 @@ def ensure_schema(conn: sqlite3.Connection, path: str) -> None:
     except BaseException:
         conn.execute("ROLLBACK")
         raise
+
+
+def _foreign(path: str) -> StorageError:
+    return StorageError(
+        f"{path} is not a ttcli database (it has tables but no ttcli schema version); "
+        "use another file"
+    )
 
 
 def _user_version(conn: sqlite3.Connection, path: str) -> int:

@@ -21,7 +21,8 @@ from ttcli.savers.base import (
     check_child_id,
     merged_answers,
 )
-from ttcli.savers.blobs import BlobStore, BlobWriter
+from ttcli.savers.blob_writer import BlobWriter
+from ttcli.savers.blobs import BlobStore
 from ttcli.savers.records import (
     Names,
     State,
@@ -73,7 +74,7 @@ class Writer:
             latest = self.rows.latest(conn, thread_key)
             held = self._held_for(conn, thread_key, checkpoint_id, parent_id, latest)
             follows = self.place(conn, thread_key, checkpoint_id, parent_id, latest)
-            writer = self.blobs.writer()
+            writer = BlobWriter(self.blobs)
             parent, moved = self._parent(conn, writer, thread_key, parent_id, held, follows)
             state = _state(writer, checkpoint, metadata, new_versions, parent)
             conn.execute(
@@ -242,7 +243,7 @@ class Writer:
         step wrote, but never be what a checkpoint reads as a channel value."""
         state = self.states.resolve(conn, thread_key, checkpoint_id)
         assert state is not None
-        writer = self.blobs.writer()
+        writer = BlobWriter(self.blobs)
         updated = [
             entry[1]
             for name, entry in state.channels.items()

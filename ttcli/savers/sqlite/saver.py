@@ -23,12 +23,14 @@ from ttcli.savers.base import (
     ThreadSummary,
 )
 from ttcli.savers.blobs import BlobStore
-from ttcli.savers.records import Names
+from ttcli.savers.serde import Serializer
+from ttcli.savers.sqlite.blob_table import SqliteBlobRows
 from ttcli.savers.sqlite.connection import DEFAULT_BUSY_TIMEOUT, Connection
 from ttcli.savers.sqlite.copy import RowCopy
 from ttcli.savers.sqlite.deletion import Deletion
 from ttcli.savers.sqlite.ids import id_bytes, require_id, same_file
 from ttcli.savers.sqlite.integrity import integrity_problems
+from ttcli.savers.sqlite.names import SqliteNames
 from ttcli.savers.sqlite.pending import PendingWrites, in_order
 from ttcli.savers.sqlite.put import Writer
 from ttcli.savers.sqlite.rows import Rows
@@ -46,13 +48,28 @@ class SqliteSaver(BaseSaver):
             graph = builder.compile(checkpointer=saver)
     """
 
-    def __init__(self, path: str | Path, *, busy_timeout: float = DEFAULT_BUSY_TIMEOUT) -> None:
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        busy_timeout: float = DEFAULT_BUSY_TIMEOUT,
+        serde: Serializer | None = None,
+        readonly: bool = False,
+    ) -> None:
+        """Open (or create) the file, creating or upgrading its schema.
+
+        With `readonly`, the file must exist and is never changed: no schema is written into
+        an empty file, no journal is left beside it, and writes raise StorageError (a file
+        of an older format is still upgraded in place, once, so that it can be read).
+        """
         if not isinstance(path, str | os.PathLike):
             raise TypeError(f"SqliteSaver takes a database path (str or PathLike), got {path!r}")
-        self.connection = Connection(path, busy_timeout)
+        #: decodes what the file stores; by default a new `Serializer()` of its own
+        self.serde = serde or Serializer()
+        self.connection = Connection(path, busy_timeout, readonly=readonly)
         self.path, self.conn = self.connection.path, self.connection.conn
-        self.names = Names(self.conn)
-        self.blobs = BlobStore(self.conn)
+        self.names = SqliteNames(self.conn, self.serde)
+        self.blobs = BlobStore(SqliteBlobRows(self.conn), self.serde)
         self.connection.on_rollback += [self.blobs.forget, self.names.forget]
         self.rows = Rows(self.connection)
         self.pending = PendingWrites(self.connection, self.names)
@@ -63,9 +80,11 @@ class SqliteSaver(BaseSaver):
 
     @classmethod
     @contextmanager
-    def from_conn_string(cls, path: str | Path) -> Iterator[SqliteSaver]:
+    def from_conn_string(
+        cls, path: str | Path, *, serde: Serializer | None = None, readonly: bool = False
+    ) -> Iterator[SqliteSaver]:
         """Open a saver for the block and close it after, like LangGraph's SqliteSaver."""
-        saver = cls(path)
+        saver = cls(path, serde=serde, readonly=readonly)
         try:
             yield saver
         finally:

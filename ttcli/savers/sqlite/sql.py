@@ -9,8 +9,15 @@ from typing import Any
 from ttcli.configs import CheckpointRef, RunnableConfig
 from ttcli.errors import ConfigError
 from ttcli.savers.base import validate_filter
-from ttcli.savers.records import METADATA_SQL
 from ttcli.savers.sqlite.ids import id_bytes, require_id
+
+#: the full metadata of a checkpoint row as JSON, as the checkpoint_list view shows it
+METADATA_SQL = """json_patch(
+    json_object(
+        'source', c.source, 'step', c.step, 'parents', json('{}'), 'writes', json(c.writers)
+    ),
+    coalesce(c.metadata, '{}')
+)"""
 
 THREAD = """
 SELECT thread_key

@@ -22,6 +22,8 @@ from ttcli.savers.sqlite.pending import PendingWrites, in_order
 from ttcli.uuid6 import id_micros
 
 STATE_CACHE_MAX = 1024  # resolved checkpoint states kept for delta decoding
+#: the deepest delta a reader accepts (writers store a full state every KEYFRAME_DEPTH)
+STATE_DEPTH_MAX = 1024
 
 
 class States:
@@ -57,18 +59,39 @@ class States:
         if cached is not None:
             self._cache.move_to_end((thread_key, checkpoint_id))
             return cached
-        row = conn.execute(
-            sql.STATE, {"thread_key": thread_key, "checkpoint_id": checkpoint_id}
-        ).fetchone()
-        if row is None:
+        rows, state = self._deltas(conn, thread_key, checkpoint_id)
+        if not rows:
             return None
-        parent_id, data = unpack_parent(checkpoint_id, row[0]), row[1]
-        parent = None
-        if State.depth_of(data) and parent_id is not None:
-            parent = self.resolve(conn, thread_key, parent_id)
-        state = State.decode(data, self.names, parent)
-        self.keep(thread_key, checkpoint_id, state)
+        for key, data in reversed(rows):  # oldest first: each applies to its parent's state
+            state = State.decode(data, self.names, state)
+            self.keep(thread_key, key, state)
         return state
+
+    def _deltas(
+        self, conn: sqlite3.Connection, thread_key: int, checkpoint_id: bytes
+    ) -> tuple[list[tuple[bytes, bytes]], State | None]:
+        """The rows (id, state) from the checkpoint up its parents to a full state or a
+        cached one (returned too, or None).
+
+        Each parent is nearer a full state than its child (a smaller depth, at most
+        STATE_DEPTH_MAX): so the walk ends, however the rows were forged.
+        """
+        rows: list[tuple[bytes, bytes]] = []
+        key: bytes | None = checkpoint_id
+        depth = STATE_DEPTH_MAX + 1  # the child's: none yet
+        while key is not None:
+            cached = self._cache.get((thread_key, key)) if rows else None
+            if cached is not None:
+                _check_depth(cached.depth, depth)
+                return rows, cached
+            params = {"thread_key": thread_key, "checkpoint_id": key}
+            row = conn.execute(sql.STATE, params).fetchone()
+            if row is None:
+                return rows, None  # a delta without its parent does not decode
+            depth = _check_depth(State.depth_of(row[1]), depth)
+            rows.append((key, row[1]))
+            key = unpack_parent(key, row[0]) if depth else None
+        return rows, None
 
     def tuple(
         self, conn: sqlite3.Connection, row: Sequence[Any], *, values: bool = True
@@ -135,6 +158,22 @@ class States:
             versions_seen={node: dict(seen) for node, seen in state.versions_seen.items()},
             updated_channels=None if state.updated is None else list(state.updated),
         )
+
+
+def _check_depth(depth: int, child: int) -> int:
+    """A state's depth (deltas from a full state), refused unless nearer a full state than
+    its child's (so walking up parents ends) and at most STATE_DEPTH_MAX."""
+    if depth > STATE_DEPTH_MAX or depth < 0:
+        raise CorruptValueError(
+            f"checkpoint state is {depth} deltas from a full state; ttcli never stores more "
+            f"than {STATE_DEPTH_MAX}"
+        )
+    if depth >= child:
+        raise CorruptValueError(
+            f"checkpoint state is a delta on a parent {depth} deltas from a full state, no "
+            f"nearer than itself ({child}): a loop of parents or forged rows"
+        )
+    return depth
 
 
 def _skip(entry: Any) -> None:
