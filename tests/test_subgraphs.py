@@ -238,7 +238,23 @@ def async_subgraph(api: SimpleNamespace) -> Any:
     return asyncio.run(scenario()), calls, thread_view(app)
 
 
+def exit_durability_and_astream(api: SimpleNamespace) -> Any:
+    """A paused subgraph with durability="exit", resumed through astream(subgraphs=True)."""
+    calls: list[str] = []
+    app = outer_graph(api, inner_graph(api, calls))
+    paused = plain(app.invoke({"log": [], "x": 0}, cfg(), durability="exit"))
+    paused_view = thread_view(app)
+
+    async def resume() -> list[Any]:
+        stream = app.astream(api.Command(resume="X"), cfg(), subgraphs=True, durability="exit")
+        return [hide_task_ids(chunk) async for chunk in stream]
+
+    chunks = asyncio.run(resume())
+    return paused, paused_view, plain(chunks), calls, thread_view(app)
+
+
 SCENARIOS: list[Scenario] = [
+    exit_durability_and_astream,
     parent_update_while_paused,
     async_subgraph,
     two_subgraphs_in_one_node,

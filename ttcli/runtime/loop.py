@@ -96,11 +96,15 @@ class Run:
 
     def stream(self) -> Iterator[Chunk]:
         """Run to the end, a breakpoint or an interrupt, yielding (mode, chunk) pairs."""
+        completed = False
         try:
             yield from self._steps()
+            completed = not self.interrupts
         finally:  # stopped early, or failed: a finished task's writes are kept all the same
             self._flush()
-            self.recorder.finish()
+            # a subgraph that ran to its end leaves nothing at exit: its parent's checkpoint
+            # holds the result
+            self.recorder.finish(keep=self.link is None or not completed)
 
     def _steps(self) -> Iterator[Chunk]:
         self._load()

@@ -3,7 +3,8 @@
 "sync" and "async" save each checkpoint and each finished task's writes at once (LangGraph's
 "async" only moves the same saves to a background thread: the histories are the same).
 "exit" saves one checkpoint when the run ends: the last one, as a child of the last checkpoint
-stored before, with the writes of the step that paused or failed on it, if one did.
+stored before, with the writes of the step that paused or failed on it, if one did; a
+subgraph saves one only when it paused or failed.
 """
 
 from __future__ import annotations
@@ -73,12 +74,15 @@ class Recorder:
             self.saver.put(parent.to_config(), checkpoint, metadata, changed)
         self.stored_versions = dict(checkpoint["channel_versions"])
 
-    def finish(self) -> None:
-        """At the end of a run with durability="exit": save what was held back."""
+    def finish(self, *, keep: bool = True) -> None:
+        """At the end of a run with durability="exit": save what was held back (unless not
+        `keep`: a subgraph that ran to its end)."""
         if self.saver is None or not self.at_exit:
             return
         held, unsaved = self.held, self.unsaved
         self.held, self.unsaved, self.at_exit = [], None, False
+        if not keep:
+            return
         if unsaved is not None:
             self.put(*unsaved, None)
         for at, writes in held:
