@@ -32,7 +32,7 @@ def command_annotations(api: SimpleNamespace) -> Any:
     route.__annotations__["return"] = api.Command[Literal["left", "right"]]
 
     builder = api.StateGraph(LogState)
-    builder.add_node("route", route)
+    builder.add_node("route", route, destinations=("left", "right"), metadata={"kind": "router"})
     builder.add_node("left", lambda state: {"log": ["left"]})
     builder.add_node("right", lambda state: {"log": ["right"]})
     builder.add_edge(api.START, "route")

@@ -59,8 +59,19 @@ class StateGraph:
     def __post_init__(self) -> None:
         self.channels = schema_channels(self.state_schema)
 
-    def add_node(self, node: NodeFunc, action: NodeFunc = None) -> StateGraph:
-        """Add a node; `add_node(func)` names it after the function."""
+    def add_node(
+        self,
+        node: NodeFunc,
+        action: NodeFunc = None,
+        *,
+        metadata: dict[str, Any] | None = None,
+        destinations: Sequence[str] | dict[str, str] | None = None,
+    ) -> StateGraph:
+        """Add a node; `add_node(func)` names it after the function.
+
+        `metadata` and `destinations` are accepted as LangGraph accepts them; they only serve
+        LangGraph's graph drawing, so ttcli does not use them.
+        """
         if action is None:
             if not is_node_action(node):
                 raise GraphDefinitionError(f"Node `{node}` needs a function: add_node(name, func)")
