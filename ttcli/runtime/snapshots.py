@@ -41,25 +41,12 @@ def snapshot_of(
         order = {name: index for index, name in enumerate(plan.nodes)}
         tasks.sort(key=lambda task: (task.path[0] == PULL, order.get(task.name, 0)))
     by_task = records(pending_writes)
-    finished: list[Task] = []
-    described: list[PregelTask] = []
-    for task in tasks:
-        record = by_task.get(task.id, TaskRecord())
-        if record.finished:
-            finished.append(Task(task.id, task.name, task.path, task.triggers, record.writes))
-        described.append(
-            PregelTask(
-                id=task.id,
-                name=task.name,
-                path=task.path,
-                error=record.error,
-                interrupts=record.interrupts,
-                result={c: v for c, v in record.writes if c in plan.state_keys}
-                if record.finished
-                else None,
-                state=_subgraph_config(config, task) if task.name in plan.subgraphs else None,
-            )
-        )
+    described = [_describe(plan, config, task, by_task.get(task.id)) for task in tasks]
+    finished = [
+        Task(task.id, task.name, task.path, task.triggers, record.writes)
+        for task in tasks
+        if (record := by_task.get(task.id)) is not None and record.finished
+    ]
     next_names = tuple(task.name for task in tasks)
     interrupts = tuple(i for t in described for i in t.interrupts)
     if live:
@@ -81,6 +68,22 @@ def snapshot_of(
         parent_config=parent_config,
         tasks=tuple(described),
         interrupts=interrupts,
+    )
+
+
+def _describe(
+    plan: GraphPlan, config: RunnableConfig, task: Task, record: TaskRecord | None
+) -> PregelTask:
+    record = record or TaskRecord()
+    result = {c: v for c, v in record.writes if c in plan.state_keys}
+    return PregelTask(
+        id=task.id,
+        name=task.name,
+        path=task.path,
+        error=record.error,
+        interrupts=record.interrupts,
+        result=result if record.finished else None,
+        state=_subgraph_config(config, task) if task.name in plan.subgraphs else None,
     )
 
 
