@@ -282,15 +282,8 @@ class Run:
                 self._save_writes(task.id, task.path_text, writes)
             if task.name != START:
                 if "messages" in self.settings.modes:
-                    yield from self._message_chunks(task)
+                    yield from message_chunks(task, self._task_input(task), self.step, self.ref)
                 yield "updates", {task.name: task.output}
-
-    def _message_chunks(self, task: Task) -> Iterator[Chunk]:
-        namespace = task_namespace(self.ref.checkpoint_ns, task.name, task.id)
-        for chunk in message_chunks(
-            task, self._task_input(task), self.step, namespace, self.ref.thread_id
-        ):
-            yield "messages", chunk
 
     def _execute(self, tasks: list[Task], found: dict[str, TaskRecord]) -> Iterator[Event]:
         def call(task: Task) -> Outcome:

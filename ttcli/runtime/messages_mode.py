@@ -11,26 +11,29 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from ttcli.configs import CheckpointRef
 from ttcli.runtime.algo import Task
+from ttcli.runtime.subgraphs import task_namespace
 
 
 def message_chunks(
-    task: Task, task_input: Any, step: int, namespace: str, thread_id: str
-) -> Iterator[tuple[Any, dict[str, Any]]]:
+    task: Task, task_input: Any, step: int, where: CheckpointRef
+) -> Iterator[tuple[str, tuple[Any, dict[str, Any]]]]:
+    """("messages", (message, metadata)) for each message the finished `task` wrote."""
     seen = {message.id for message in _messages(task_input)}
     metadata = {
-        "thread_id": thread_id,
+        "thread_id": where.thread_id,
         "ls_integration": "langgraph",
         "langgraph_step": step,
         "langgraph_node": task.name,
         "langgraph_triggers": task.triggers,
         "langgraph_path": task.path,
-        "langgraph_checkpoint_ns": namespace,
+        "langgraph_checkpoint_ns": task_namespace(where.checkpoint_ns, task.name, task.id),
     }
     for message in _messages(task.output or {}):
         if message.id not in seen:
             seen.add(message.id)
-            yield message, dict(metadata)
+            yield "messages", (message, dict(metadata))
 
 
 def _messages(values: Any) -> Iterator[Any]:
