@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from ttcli.graph.constants import END, START
     from ttcli.graph.messages import MessagesState, add_messages
     from ttcli.graph.prebuilt import ToolNode, tools_condition
-    from ttcli.runtime.commands import get_stream_writer, interrupt
+    from ttcli.runtime.commands import StreamWriter, get_stream_writer, interrupt
     from ttcli.runtime.compiled import CompiledStateGraph
     from ttcli.runtime.types import PregelTask, StateSnapshot
     from ttcli.savers.base import BaseSaver, CheckpointTuple
@@ -65,6 +65,7 @@ __all__ = [
     "SqliteSaver",
     "StateGraph",
     "StateSnapshot",
+    "StreamWriter",
     "SystemMessage",
     "ToolMessage",
     "ToolNode",
@@ -88,6 +89,7 @@ _WHERE = {
     "ToolNode": "ttcli.graph.prebuilt",
     "tools_condition": "ttcli.graph.prebuilt",
     "get_stream_writer": "ttcli.runtime.commands",
+    "StreamWriter": "ttcli.runtime.commands",
     "interrupt": "ttcli.runtime.commands",
     "CompiledStateGraph": "ttcli.runtime.compiled",
     "PregelTask": "ttcli.runtime.types",

@@ -8,6 +8,7 @@ from typing import Annotated, Any, TypedDict
 
 from langgraph.config import get_stream_writer
 from langgraph.graph import START, StateGraph
+from langgraph.types import StreamWriter
 
 
 class State(TypedDict):
@@ -22,7 +23,8 @@ async def fetch(state: State) -> dict[str, Any]:
     return {"report": [f"{state['city']}: sunny"]}
 
 
-async def summarise(state: State) -> dict[str, Any]:
+async def summarise(state: State, writer: StreamWriter) -> dict[str, Any]:
+    writer({"progress": "summarising"})
     return {"report": [f"{len(state['report'])} line(s)"]}
 
 

@@ -25,6 +25,7 @@ __all__ = [
     "Interrupt",
     "ParentCommand",
     "Send",
+    "StreamWriter",
     "TaskScratchpad",
     "current_scratchpad",
     "get_stream_writer",
@@ -135,12 +136,17 @@ def interrupt(value: Any) -> Any:
     )
 
 
+#: the type of what `get_stream_writer()` returns (and a node's `writer` parameter), as
+#: LangGraph names it
+StreamWriter = Callable[[Any], None]
+
+
 def current_scratchpad() -> TaskScratchpad | None:
     """The task running in this context, if any."""
     return _current.get(None)
 
 
-def get_stream_writer() -> Callable[[Any], None]:
+def get_stream_writer() -> StreamWriter:
     """Inside a node: a function that sends a chunk to `stream(..., stream_mode="custom")`.
 
     It does nothing when the caller does not stream `custom` chunks.
