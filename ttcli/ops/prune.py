@@ -1,21 +1,26 @@
 """TTL retention: choosing what goes (a pure policy) and deleting it, archived first if asked.
 
 The deletion contract (SPEC §5): every kept checkpoint reads exactly as before (values, next,
-tasks, metadata), pending writes of kept checkpoints stay, history simply ends earlier. With
-an archive, what goes is first copied into another ttcli database and checked there; a crash
-at any moment loses nothing, and running the same prune again finishes the job.
+tasks, metadata), pending writes of kept checkpoints stay, history simply ends earlier.
+`keep_last` is enforced by counting rows, in the transaction that deletes. With an archive,
+what goes is first copied into another ttcli database; then prune deletes exactly the rows
+it copied and verified: each page of ids is compared again, live row against archived copy,
+inside the write transaction that deletes it. A row that committed late or changed since the
+copy (its pending writes grew) is copied again, or left for the next run, never lost. A
+crash at any moment loses nothing (at worst rows are in both files), and running the same
+prune again finishes the job.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
-from ttcli.configs import CheckpointRef
-from ttcli.errors import StorageError
+from ttcli.configs import CheckpointRef, RunnableConfig
 from ttcli.ops.copy import copy_checkpoint
-from ttcli.savers.base import BaseSaver, CheckpointTuple, ThreadSummary
+from ttcli.savers.base import BaseSaver, Checkpoint, TaskWrite, ThreadSummary
 from ttcli.uuid6 import lowest_id_at
 
 BATCH_SIZE = 500  # checkpoints per delete transaction, so concurrent writers are not starved
@@ -23,7 +28,12 @@ BATCH_SIZE = 500  # checkpoints per delete transaction, so concurrent writers ar
 
 @dataclass(frozen=True, slots=True)
 class PrunePolicy:
-    """What to delete. Times are absolute: the caller turns "7d" into now - 7 days."""
+    """What to delete. Times are absolute: the caller turns "7d" into now - 7 days.
+
+    Raises:
+        ValueError: a negative `keep_last`, or a moment before 1970 (no checkpoint id names
+            one: a typo, which must not select anything).
+    """
 
     #: checkpoints created before this go, except each thread's newest `keep_last`
     older_than: datetime | None = None
@@ -37,25 +47,30 @@ class PrunePolicy:
     def __post_init__(self) -> None:
         if self.keep_last < 0:
             raise ValueError("keep_last must be 0 or more")
+        for moment in (self.older_than, self.idle_since):
+            if moment is not None and moment.timestamp() < 0:
+                raise ValueError(f"{moment.isoformat()} is before 1970: no checkpoint is older")
 
 
 @dataclass(frozen=True, slots=True)
 class ThreadPlan:
     """What a prune does to one thread (in one namespace).
 
-    Ids are time-ordered, so what a policy selects is always the checkpoints below some id:
-    the plan holds that bound and a count, never the ids, and a prune of a 1,000,000-checkpoint
-    thread needs no more memory than one of 1,000.
+    Ids are time-ordered, so what a policy selects is the checkpoints below some id, less
+    the thread's newest `keep_last`: the plan holds that bound and a count, never the ids,
+    and a prune of a 1,000,000-checkpoint thread needs no more memory than one of 1,000.
     """
 
     thread_id: str
     checkpoint_ns: str
-    #: the checkpoints whose id is below this one go
+    #: the checkpoints whose id is below this one go...
     below: str
     #: how many go
     count: int
     #: how many the thread has now
     total: int
+    #: ...except the thread's newest this many, counted again as the prune deletes
+    keep_last: int = 0
 
 
 @dataclass
@@ -66,6 +81,8 @@ class PruneReport:
     checkpoints: int = 0
     archived: int = 0
     plans: list[ThreadPlan] = field(default_factory=list)
+    #: selected rows not deleted: they changed while being archived and did not compare
+    left: int = 0
 
 
 Progress = Callable[[int, int], None]  # (checkpoints done, checkpoints in total)
@@ -78,14 +95,11 @@ def plan_prune(saver: BaseSaver, policy: PrunePolicy) -> list[ThreadPlan]:
     plans = []
     for summary in _threads(saver, policy):
         config = CheckpointRef(summary.thread_id, summary.checkpoint_ns).to_config()
-        below = _bound(saver, summary, policy)
-        count = 0 if below is None else saver.count_checkpoints(config, below=below)
-        if below is not None and count:
-            plans.append(
-                ThreadPlan(
-                    summary.thread_id, summary.checkpoint_ns, below, count, summary.checkpoints
-                )
-            )
+        bound = _bound(saver, summary, policy)
+        count = 0 if bound is None else saver.count_checkpoints(config, below=bound[0])
+        if bound is not None and count:
+            thread, ns, total = summary.thread_id, summary.checkpoint_ns, summary.checkpoints
+            plans.append(ThreadPlan(thread, ns, bound[0], count, total, bound[1]))
     return plans
 
 
@@ -94,8 +108,9 @@ def _threads(saver: BaseSaver, policy: PrunePolicy) -> list[ThreadSummary]:
     return [t for t in found if policy.thread is None or t.thread_id == policy.thread]
 
 
-def _bound(saver: BaseSaver, summary: ThreadSummary, policy: PrunePolicy) -> str | None:
-    """The id below which the policy selects the thread's checkpoints (None: nothing).
+def _bound(saver: BaseSaver, summary: ThreadSummary, policy: PrunePolicy) -> tuple[str, int] | None:
+    """The id below which the policy selects the thread's checkpoints, and how many of the
+    newest it keeps whatever their id (None: nothing).
 
     Ids are time-ordered: "created before t" is "below the smallest id made at t". A bound
     in the past also leaves alone whatever a writer adds after the plan was made.
@@ -103,7 +118,7 @@ def _bound(saver: BaseSaver, summary: ThreadSummary, policy: PrunePolicy) -> str
     if policy.idle_since is not None:
         idle = lowest_id_at(policy.idle_since)
         if summary.latest_id < idle:
-            return idle
+            return idle, 0
     if policy.older_than is None:
         return None
     below = lowest_id_at(policy.older_than)
@@ -112,8 +127,8 @@ def _bound(saver: BaseSaver, summary: ThreadSummary, policy: PrunePolicy) -> str
         newest = saver.checkpoint_ids(config, limit=policy.keep_last)
         if len(newest) < policy.keep_last:
             return None
-        below = min(below, newest[-1])
-    return below
+        below = min(below, newest[-1])  # only narrows the count of the plan
+    return below, policy.keep_last
 
 
 def execute_prune(
@@ -123,39 +138,82 @@ def execute_prune(
     archive: BaseSaver | None = None,
     progress: Progress | None = None,
 ) -> PruneReport:
-    """Delete what the plans select, archiving it first when `archive` is given."""
-    report = PruneReport(plans=list(plans))
-    total = sum(plan.count for plan in plans)
+    """Delete what the plans select, archiving it first when `archive` is given.
+
+    Rows are deleted by id, a page at a time, each page in one write transaction of `saver`
+    that first checks (with an archive) that the archive holds every row of it exactly as
+    the live file does; a row that does not compare is copied again, and one that still does
+    not is left for the next run (`PruneReport.left`).
+    """
+    run = _Run(saver, archive, PruneReport(plans=list(plans)), progress)
+    run.total = sum(plan.count for plan in plans)
     for plan in plans:
         ref = CheckpointRef(plan.thread_id, plan.checkpoint_ns)
         if archive is not None:
-            report.archived += _archive(saver, ref, plan.below, archive)
-        # newest first: whatever is left between batches still reads whole; blobs are
-        # collected once, with the thread's last batch (collecting after each batch would
-        # read every remaining checkpoint of the thread each time)
-        while batch := saver.checkpoint_ids(
-            ref.to_config(), below=plan.below, limit=BATCH_SIZE + 1
-        ):
-            last = len(batch) <= BATCH_SIZE
-            batch = batch[:BATCH_SIZE]
-            saver.delete_checkpoints(ref.to_config(), batch, collect=last)
-            _advance(progress, report, len(batch), total)
+            run.report.archived += _archive(saver, ref, plan.below, archive)
+        run.delete(ref, plan)
+        run.report.threads += 1
+    return run.report
+
+
+@dataclass
+class _Run:
+    saver: BaseSaver
+    archive: BaseSaver | None
+    report: PruneReport
+    progress: Progress | None
+    total: int = 0
+
+    def delete(self, ref: CheckpointRef, plan: ThreadPlan) -> None:
+        """Delete the plan's rows newest first (whatever is left between pages still reads
+        whole). Pages are read outside the write transactions: a row that commits late is
+        in a page only if it committed before the page was read, and is then checked like
+        any other. Blobs are collected once, with the thread's last page."""
+        config, bound = ref.to_config(), plan.below
+        while page := self.saver.checkpoint_ids(config, below=bound, limit=BATCH_SIZE + 1):
+            last = len(page) <= BATCH_SIZE
+            page = page[:BATCH_SIZE]
+            bound = page[-1]
+            with self.saver.batch():
+                doomed = self._doomed(ref, plan, page)
+                self.saver.delete_checkpoints(config, doomed, collect=last)
+            self.report.checkpoints += len(doomed)
+            if self.progress is not None:
+                self.progress(self.report.checkpoints, self.total)
             if last:
                 break
-        report.threads += 1
-    return report
 
+    def _doomed(self, ref: CheckpointRef, plan: ThreadPlan, page: list[str]) -> list[str]:
+        """What of a page may go, decided in the transaction that deletes it."""
+        keep: set[str] = set()
+        if plan.keep_last:  # counted here: no writer can add a newer row meanwhile
+            keep.update(self.saver.checkpoint_ids(ref.to_config(), limit=plan.keep_last))
+        doomed = [checkpoint_id for checkpoint_id in page if checkpoint_id not in keep]
+        return doomed if self.archive is None else self._verified(ref, doomed, self.archive)
 
-def _advance(progress: Progress | None, report: PruneReport, done: int, total: int) -> None:
-    report.checkpoints += done
-    if progress is not None:
-        progress(report.checkpoints, total)
+    def _verified(
+        self, ref: CheckpointRef, checkpoint_ids: list[str], archive: BaseSaver
+    ) -> list[str]:
+        """The ids whose row the archive holds exactly as the live file does now (called in
+        the live file's write transaction, so they cannot change before they are deleted).
+        A row the archive lacks or holds stale is copied again first; one that still does
+        not compare is left for the next run."""
+        live = {i: _content(self.saver, _at(ref, i)) for i in checkpoint_ids}
+        stale = [
+            i for i, found in live.items() if found and _content(archive, _at(ref, i)) != found
+        ]
+        if stale:
+            self.report.archived += _refresh(self.saver, ref, stale, archive)
+            stale = [i for i in stale if _content(archive, _at(ref, i)) != live[i]]
+            self.report.left += len(stale)
+        return [i for i, found in live.items() if found is not None and i not in stale]
 
 
 def _archive(saver: BaseSaver, ref: CheckpointRef, below: str, archive: BaseSaver) -> int:
-    """Copy what goes, oldest first (parents before children) and check it, committing the
-    archive once per batch; only the batch boundaries are held in memory. Savers that can
-    copy their stored rows into the archive do (much faster than value by value)."""
+    """Copy what goes, oldest first (parents before children), committing the archive once
+    per batch; only the batch boundaries are held in memory. Savers that can copy their
+    stored rows into the archive do (much faster than value by value). Rows the archive
+    has already are left as they are here: the delete compares them."""
     copied = saver.copy_rows(ref.to_config(), below, archive)
     if copied is not None:
         return copied
@@ -166,33 +224,44 @@ def _archive(saver: BaseSaver, ref: CheckpointRef, below: str, archive: BaseSave
     for bound in reversed(bounds[:-1]):
         page = saver.checkpoint_ids(ref.to_config(), below=bound, limit=BATCH_SIZE)
         with archive.batch():
-            for checkpoint_id in reversed(page):
-                copied += _archive_one(saver, ref, checkpoint_id, archive)
+            copied += _copy(saver, ref, reversed(page), archive)
     return copied
 
 
-def _archive_one(
-    saver: BaseSaver, ref: CheckpointRef, checkpoint_id: str, archive: BaseSaver
+def _copy(
+    saver: BaseSaver, ref: CheckpointRef, checkpoint_ids: Iterable[str], archive: BaseSaver
 ) -> int:
-    saved = saver.get_tuple(ref.at(checkpoint_id).to_config())
+    copied = 0
+    for checkpoint_id in checkpoint_ids:
+        saved = saver.get_tuple(_at(ref, checkpoint_id))
+        if saved is not None:
+            copied += copy_checkpoint(saver, saved, archive, ref)
+    return copied
+
+
+def _refresh(
+    saver: BaseSaver, ref: CheckpointRef, checkpoint_ids: list[str], archive: BaseSaver
+) -> int:
+    """Copy these rows into the archive again, replacing the copies it has (in one archive
+    transaction); returns how many it did not have."""
+    present = [i for i in checkpoint_ids if archive.get_tuple(_at(ref, i)) is not None]
+    with archive.batch():
+        if present:
+            archive.delete_checkpoints(ref.to_config(), present)
+        _copy(saver, ref, sorted(checkpoint_ids), archive)  # oldest first
+    return len(checkpoint_ids) - len(present)
+
+
+#: what a checkpoint holds, as compared between the live file and the archive
+Content = tuple[Checkpoint, dict[str, Any], RunnableConfig | None, list[TaskWrite]]
+
+
+def _content(saver: BaseSaver, config: RunnableConfig) -> Content | None:
+    saved = saver.get_tuple(config)
     if saved is None:
-        return 0
-    copied = copy_checkpoint(saver, saved, archive, ref)
-    kept = archive.get_tuple(ref.at(checkpoint_id).to_config())
-    if kept is None or _differs(saver, saved, archive, kept):
-        raise StorageError(
-            f"archive check failed for checkpoint '{checkpoint_id}' of thread "
-            f"'{ref.thread_id}': nothing was deleted"
-        )
-    return int(copied)
+        return None
+    return saved.checkpoint, saved.metadata, saved.parent_config, saver.get_writes(saved.config)
 
 
-def _differs(
-    saver: BaseSaver, saved: CheckpointTuple, archive: BaseSaver, kept: CheckpointTuple
-) -> bool:
-    return (
-        saved.checkpoint != kept.checkpoint
-        or saved.metadata != kept.metadata
-        or saved.parent_config != kept.parent_config
-        or saver.get_writes(saved.config) != archive.get_writes(kept.config)
-    )
+def _at(ref: CheckpointRef, checkpoint_id: str) -> RunnableConfig:
+    return ref.at(checkpoint_id).to_config()

@@ -57,7 +57,7 @@ from ttcli.savers.records import (
     unpack_parent,
 )
 from ttcli.savers.serde import Ref
-from ttcli.savers.sqlite_copy import RowCopy
+from ttcli.savers.sqlite_copy import RowCopy, same_file
 from ttcli.savers.sqlite_errors import storage_error
 from ttcli.uuid6 import dashed, id_micros
 
@@ -732,7 +732,7 @@ class SqliteSaver(BaseSaver):
     def copy_rows(self, config: RunnableConfig, below: str, target: BaseSaver) -> int | None:
         if not isinstance(target, SqliteSaver):
             return None
-        if target is self or _same_file(self.path, target.path):
+        if target is self or same_file(self.path, target.path):
             raise ConfigError(f"cannot copy {self.path} into itself: archive to another file")
         return RowCopy(self, target, self.ref(config)).copy_below(_require_id(below))
 
@@ -1224,12 +1224,6 @@ class SqliteSaver(BaseSaver):
             else None,
             pending_writes=pending if values else None,
         )
-
-
-def _same_file(one: str, other: str) -> bool:
-    if ":memory:" in (one, other):
-        return False
-    return Path(one).resolve() == Path(other).resolve()
 
 
 def _skip(entry: Any) -> None:

@@ -12,10 +12,12 @@ rolled back and the prune stops before deleting anything.
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import uuid
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ttcli.configs import CheckpointRef
@@ -65,6 +67,17 @@ _LATEST = "SELECT max(checkpoint_id) FROM checkpoints WHERE thread_key = ?"
 _BRANCH = "INSERT OR IGNORE INTO branches (thread_key, parent_id, checkpoint_id) VALUES (?, ?, ?)"
 
 _BLOBS = "SELECT blob_key, base_key, is_record, value FROM blobs WHERE blob_key IN ({marks})"
+
+
+def same_file(one: str, other: str) -> bool:
+    """Whether two paths name one file: by inode (hard links, symbolic links, any spelling),
+    or, for a file not created yet, by resolved path."""
+    if ":memory:" in (one, other):
+        return False
+    try:
+        return os.path.samefile(one, other)
+    except OSError:
+        return Path(one).resolve() == Path(other).resolve()
 
 
 class RowCopy:
@@ -418,7 +431,9 @@ class _Page:
             for checkpoint_id, row in wanted.items():
                 if not self._same_row(row, stored.get(checkpoint_id)):
                     self._fail(checkpoint_id)
-            tabled = self.tconn.execute(_TABLED, bounds).fetchall()
+            # only the rows copied now: the target's other checkpoints in the range may be
+            # ones the source no longer has (archived and deleted by an earlier prune)
+            tabled = [t for t in self.tconn.execute(_TABLED, bounds).fetchall() if t[0] in copied]
         else:
             tabled = []
         carried = None

@@ -1,0 +1,233 @@
+"""The deletion contract (SPEC §5) where operators met it broken: bounds that are not dates,
+late commits between the archive copy and the delete, archived copies gone stale, and an
+archive that is the database itself under another name."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from tests import graphs
+from tests.clitools import dump, ttcli
+from tests.test_archive import everything
+from tests.test_prune import boundary, cfg
+from tests.workers import INPUT, loop_graph
+from ttcli import END, START, Command, StateGraph, interrupt
+from ttcli.ops.prune import PrunePolicy, execute_prune, plan_prune
+from ttcli.savers.sqlite import SqliteSaver
+from ttcli.uuid6 import new_id
+
+API = SimpleNamespace(StateGraph=StateGraph, START=START, END=END, interrupt=interrupt)
+
+
+@pytest.fixture
+def two_threads(db_path: Path) -> Path:
+    with SqliteSaver.from_conn_string(db_path) as saver:
+        graph = loop_graph().compile(checkpointer=saver)
+        for thread in ("a", "b"):
+            graph.invoke(INPUT, cfg(thread))
+    return db_path
+
+
+# -- finding 1: bounds ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("option", "value"),
+    [
+        ("--older-than", "1026-11-01"),
+        ("--older-than", "1969-12-31"),
+        ("--older-than", "3026-11-01"),
+        ("--idle", "1026-11-01"),
+        ("--idle", "2999-01-01T00:00:00+00:00"),
+        ("--older-than", "99999999999d"),
+        ("--idle", "9999999w"),
+        ("--older-than", "60000y"),
+    ],
+    ids=["typo-1026", "before-1970", "future", "idle-1026", "idle-future", "huge-days",
+         "huge-weeks", "not-a-unit"],
+)  # fmt: skip
+def test_a_bound_that_is_not_a_usable_date_is_a_usage_error(
+    two_threads: Path, option: str, value: str
+) -> None:
+    before = dump(two_threads)
+    result = ttcli(two_threads, "prune", option, value, "--keep-last", "3", "--yes")
+    assert result.exit_code == 2, result.stdout
+    assert result.stderr.startswith("Error: ") and result.stderr.count("\n") == 1, result.stderr
+    assert dump(two_threads) == before
+
+
+def test_keep_last_keeps_that_many_rows_of_each_thread_whatever_the_bound(
+    two_threads: Path,
+) -> None:
+    result = ttcli(two_threads, "prune", "--older-than", "0s", "--keep-last", "3", "--yes")
+    assert result.exit_code == 0, result.stderr
+    with SqliteSaver.from_conn_string(two_threads) as saver:
+        assert [t.checkpoints for t in saver.list_threads()] == [3, 3]
+
+
+def test_a_library_bound_before_1970_is_refused() -> None:
+    with pytest.raises(ValueError, match="1970"):
+        PrunePolicy(older_than=datetime(1026, 11, 1, tzinfo=UTC))
+
+
+# -- findings 2 and 3: late commits ----------------------------------------------------------
+
+
+class HookedArchive(SqliteSaver):
+    """An archive that runs `after` once its first batch has committed (another writer's
+    moment, or a kill)."""
+
+    def __init__(self, path: Path, after: Callable[[], None]) -> None:
+        super().__init__(path)
+        self.after: Callable[[], None] | None = after
+
+    @contextmanager
+    def batch(self) -> Iterator[None]:
+        with super().batch():
+            yield
+        hook, self.after = self.after, None
+        if hook is not None and not self.conn.in_transaction:
+            hook()
+
+
+@contextmanager
+def hooked(path: Path, after: Callable[[], None]) -> Iterator[HookedArchive]:
+    target = HookedArchive(path, after)
+    try:
+        yield target
+    finally:
+        target.close()
+
+
+def late_checkpoint(db_path: Path, thread: str) -> tuple[dict[str, Any], Any]:
+    """A checkpoint of `thread` made now (its id is old by the time it commits), to commit
+    later as a child of the thread's head, with its metadata."""
+    with SqliteSaver.from_conn_string(db_path) as saver:
+        head = saver.get_tuple(cfg(thread))
+        assert head is not None
+    checkpoint = {**head.checkpoint, "id": new_id(99)}
+    return head.config, (checkpoint, {**head.metadata, "step": 99, "late": True})
+
+
+def commit_late(db_path: Path, parent: dict[str, Any], late: Any) -> Callable[[], None]:
+    def commit() -> None:
+        with SqliteSaver.from_conn_string(db_path) as other:
+            stored = other.put(parent, late[0], late[1], {})
+            other.put_writes(stored, [("n", 7)], "t1")
+
+    return commit
+
+
+def in_either(db_path: Path, archive: Path) -> tuple[dict[Any, Any], dict[Any, Any]]:
+    with (
+        SqliteSaver.from_conn_string(db_path) as live,
+        SqliteSaver.from_conn_string(archive) as kept,
+    ):
+        return everything(live), everything(kept)
+
+
+def test_a_checkpoint_committed_late_with_an_old_id_is_never_lost(
+    two_threads: Path, tmp_path: Path
+) -> None:
+    parent, late = late_checkpoint(two_threads, "a")
+    bound = boundary()
+    archive = tmp_path / "archive.db"
+    policy = PrunePolicy(older_than=bound, keep_last=0)
+    with SqliteSaver.from_conn_string(two_threads) as saver:
+        plans = plan_prune(saver, policy)
+        with hooked(archive, commit_late(two_threads, parent, late)) as target:
+            execute_prune(saver, plans, archive=target)
+    live, kept = in_either(two_threads, archive)
+    key = ("a", "", late[0]["id"])
+    found = live.get(key, kept.get(key))
+    assert found is not None, "the late checkpoint is in neither file"
+    assert found[0] == late[0]
+    assert [w[2:] for w in found[4]] == [("n", 7)]
+
+
+def test_later_archive_prunes_finish_after_a_late_commit(two_threads: Path, tmp_path: Path) -> None:
+    parent, late = late_checkpoint(two_threads, "a")
+    archive = tmp_path / "archive.db"
+    prune = ["prune", "--older-than", "0s", "--archive", str(archive), "--yes"]
+    with SqliteSaver.from_conn_string(two_threads) as saver:
+        graph = loop_graph().compile(checkpointer=saver)
+        graph.invoke(INPUT, cfg("a"))  # newer than the late checkpoint
+        assert ttcli(two_threads, *prune).exit_code == 0
+        commit_late(two_threads, parent, late)()  # commits after the prune, with an old id
+        graph.invoke(INPUT, cfg("a"))
+        for _ in range(2):
+            result = ttcli(two_threads, *prune)
+            assert result.exit_code == 0, result.stderr
+    live, kept = in_either(two_threads, archive)
+    assert ("a", "", late[0]["id"]) in kept
+    assert sorted(k[0] for k in live) == ["a", "b"]
+
+
+# -- finding 4: stale archived copies -------------------------------------------------------
+
+
+class Killed(BaseException):
+    pass
+
+
+def kill() -> None:
+    raise Killed
+
+
+def test_an_archived_copy_is_refreshed_when_the_live_row_changed(
+    db_path: Path, tmp_path: Path
+) -> None:
+    archive = tmp_path / "archive.db"
+    paused = cfg("review")
+    with SqliteSaver.from_conn_string(db_path) as saver:
+        app = graphs.review(API).compile(checkpointer=saver)
+        app.invoke({"plan": "", "log": []}, paused)
+        waiting = saver.get_tuple(paused)
+        assert waiting is not None
+        policy = PrunePolicy(older_than=boundary(), keep_last=0)
+        with hooked(archive, kill) as target, pytest.raises(Killed):
+            execute_prune(saver, plan_prune(saver, policy), archive=target)
+        app.invoke(Command(resume="approved"), paused)  # the paused checkpoint gains writes
+        answered = everything(saver)[("review", "", waiting.checkpoint["id"])]
+        with SqliteSaver.from_conn_string(archive) as target:
+            execute_prune(saver, plan_prune(saver, policy), archive=target)
+    live, kept = in_either(db_path, archive)
+    assert ("review", "", waiting.checkpoint["id"]) not in live
+    assert kept[("review", "", waiting.checkpoint["id"])] == answered
+
+
+# -- finding 5: the archive is the database ---------------------------------------------------
+
+
+@pytest.mark.parametrize("alias", ["hardlink", "symlink", "dotted"])
+def test_an_archive_that_is_the_database_under_another_name_is_refused(
+    two_threads: Path, alias: str
+) -> None:
+    other = two_threads.with_name("alias.db")
+    if alias == "hardlink":
+        os.link(two_threads, other)
+    elif alias == "symlink":
+        other.symlink_to(two_threads)
+    else:
+        other = two_threads.parent / "." / ".." / two_threads.parent.name / two_threads.name
+    before = dump(two_threads)
+    result = ttcli(two_threads, "prune", "--older-than", "0s", "--archive", str(other), "--yes")
+    assert result.exit_code == 2
+    assert result.stderr.startswith("Error: ") and result.stderr.count("\n") == 1, result.stderr
+    assert dump(two_threads) == before
+
+
+def test_a_future_bound_from_the_library_still_prunes(two_threads: Path) -> None:
+    future = PrunePolicy(older_than=datetime.now(UTC) + timedelta(days=1), keep_last=1)
+    with SqliteSaver.from_conn_string(two_threads) as saver:
+        report = execute_prune(saver, plan_prune(saver, future))
+        assert report.checkpoints == 2 * 10
+        assert [t.checkpoints for t in saver.list_threads()] == [1, 1]
