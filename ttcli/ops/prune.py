@@ -13,6 +13,7 @@ prune again finishes the job.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -196,17 +197,28 @@ class _Run:
     ) -> list[str]:
         """The ids whose row the archive holds exactly as the live file does now (called in
         the live file's write transaction, so they cannot change before they are deleted).
-        A row the archive lacks or holds stale is copied again first; one that still does
-        not compare is left for the next run."""
-        live = {i: _content(self.saver, _at(ref, i)) for i in checkpoint_ids}
+
+        A committed checkpoint never changes but for its pending writes, and the copy checked
+        the rest: a row is in the archive as it is live if the archive has it with the same
+        pending writes. A row the archive lacks or holds stale is copied again and compared
+        whole; one that still does not compare is left for the next run."""
+        live = _present(self.saver, ref, checkpoint_ids)
+        there = _present(archive, ref, live)
         stale = [
-            i for i, found in live.items() if found and _content(archive, _at(ref, i)) != found
+            i
+            for i in live
+            if i not in there
+            or archive.get_writes(_at(ref, i)) != self.saver.get_writes(_at(ref, i))
         ]
         if stale:
             self.report.archived += _refresh(self.saver, ref, stale, archive)
-            stale = [i for i in stale if _content(archive, _at(ref, i)) != live[i]]
+            stale = [
+                i
+                for i in stale
+                if _content(archive, _at(ref, i)) != _content(self.saver, _at(ref, i))
+            ]
             self.report.left += len(stale)
-        return [i for i, found in live.items() if found is not None and i not in stale]
+        return [i for i in live if i not in stale]
 
 
 def _archive(saver: BaseSaver, ref: CheckpointRef, below: str, archive: BaseSaver) -> int:
@@ -261,6 +273,21 @@ def _content(saver: BaseSaver, config: RunnableConfig) -> Content | None:
     if saved is None:
         return None
     return saved.checkpoint, saved.metadata, saved.parent_config, saver.get_writes(saved.config)
+
+
+def _present(saver: BaseSaver, ref: CheckpointRef, checkpoint_ids: list[str]) -> list[str]:
+    """Which of these ids (newest first) the saver has, read as one range of ids."""
+    if not checkpoint_ids:
+        return []
+    newest, oldest = checkpoint_ids[0], checkpoint_ids[-1]
+    found = set(saver.checkpoint_ids(ref.to_config(), below=_after(newest), since=oldest))
+    return [i for i in checkpoint_ids if i in found]
+
+
+def _after(checkpoint_id: str) -> str | None:
+    """The id right after this one (None after the largest)."""
+    value = uuid.UUID(checkpoint_id).int + 1
+    return None if value >> 128 else str(uuid.UUID(int=value))
 
 
 def _at(ref: CheckpointRef, checkpoint_id: str) -> RunnableConfig:

@@ -229,13 +229,19 @@ class BaseSaver(ABC):
         return None
 
     def checkpoint_ids(
-        self, config: RunnableConfig, *, below: str | None = None, limit: int | None = None
+        self,
+        config: RunnableConfig,
+        *,
+        below: str | None = None,
+        limit: int | None = None,
+        since: str | None = None,
     ) -> builtins.list[str]:
         """The checkpoint ids of the config's thread, newest first, read without decoding
         anything (so that one broken checkpoint does not hide the others); only ids below
-        `below`, and at most `limit` of them, when given (a page of a long thread)."""
+        `below` and at or above `since`, and at most `limit` of them, when given (a page of
+        a long thread, or which of a page's ids are still there)."""
         found = [t.checkpoint["id"] for t in self.list_metadata(config)]
-        found = [i for i in found if below is None or i < below]
+        found = [i for i in found if (below is None or i < below) and (since is None or i >= since)]
         return found if limit is None else found[:limit]
 
     def count_checkpoints(self, config: RunnableConfig, *, below: str | None = None) -> int:

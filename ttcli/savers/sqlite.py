@@ -715,17 +715,27 @@ class SqliteSaver(BaseSaver):
         return found is not None
 
     def checkpoint_ids(
-        self, config: RunnableConfig, *, below: str | None = None, limit: int | None = None
+        self,
+        config: RunnableConfig,
+        *,
+        below: str | None = None,
+        limit: int | None = None,
+        since: str | None = None,
     ) -> builtins.list[str]:
         ref = self.ref(config)
-        bound = None if below is None else _require_id(below)
+        params = {
+            "below": None if below is None else _require_id(below),
+            "since": None if since is None else _require_id(since),
+            "limit": -1 if limit is None else limit,
+        }
         with self.read() as conn:
-            thread_key = self._thread_key(conn, ref)
+            params["thread_key"] = self._thread_key(conn, ref)
             rows = conn.execute(
                 "SELECT checkpoint_id FROM checkpoints WHERE thread_key = :thread_key "
                 "AND (:below IS NULL OR checkpoint_id < :below) "
+                "AND (:since IS NULL OR checkpoint_id >= :since) "
                 "ORDER BY checkpoint_id DESC LIMIT :limit",
-                {"thread_key": thread_key, "below": bound, "limit": -1 if limit is None else limit},
+                params,
             ).fetchall()
         return [_id_text(key) if len(key) == 16 else repr(key) for (key,) in rows]
 
