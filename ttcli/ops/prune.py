@@ -20,6 +20,7 @@ from datetime import datetime
 from typing import Any
 
 from ttcli.configs import CheckpointRef, RunnableConfig
+from ttcli.errors import StorageError
 from ttcli.ops.copy import copy_checkpoint
 from ttcli.savers.base import BaseSaver, Checkpoint, TaskWrite, ThreadSummary
 from ttcli.uuid6 import lowest_id_at
@@ -235,19 +236,29 @@ def _archive(saver: BaseSaver, ref: CheckpointRef, below: str, archive: BaseSave
     copied = 0
     for bound in reversed(bounds[:-1]):
         page = saver.checkpoint_ids(ref.to_config(), below=bound, limit=BATCH_SIZE)
-        with archive.batch():
-            copied += _copy(saver, ref, reversed(page), archive)
+        with archive.batch():  # checked before it commits
+            fresh = _copy(saver, ref, reversed(page), archive)
+            for checkpoint_id in fresh:
+                if _content(archive, _at(ref, checkpoint_id)) != _content(
+                    saver, _at(ref, checkpoint_id)
+                ):
+                    raise StorageError(
+                        f"archive check failed for checkpoint '{checkpoint_id}' of thread "
+                        f"'{ref.thread_id}': nothing of it was deleted"
+                    )
+        copied += len(fresh)
     return copied
 
 
 def _copy(
     saver: BaseSaver, ref: CheckpointRef, checkpoint_ids: Iterable[str], archive: BaseSaver
-) -> int:
-    copied = 0
+) -> list[str]:
+    """Copy these rows into the archive (in this order); returns the ids it did not have."""
+    copied = []
     for checkpoint_id in checkpoint_ids:
         saved = saver.get_tuple(_at(ref, checkpoint_id))
-        if saved is not None:
-            copied += copy_checkpoint(saver, saved, archive, ref)
+        if saved is not None and copy_checkpoint(saver, saved, archive, ref):
+            copied.append(checkpoint_id)
     return copied
 
 
@@ -256,7 +267,7 @@ def _refresh(
 ) -> int:
     """Copy these rows into the archive again, replacing the copies it has (in one archive
     transaction); returns how many it did not have."""
-    present = [i for i in checkpoint_ids if archive.get_tuple(_at(ref, i)) is not None]
+    present = _present(archive, ref, checkpoint_ids)
     with archive.batch():
         if present:
             archive.delete_checkpoints(ref.to_config(), present)
