@@ -265,13 +265,17 @@ def _copy(
 def _refresh(
     saver: BaseSaver, ref: CheckpointRef, checkpoint_ids: list[str], archive: BaseSaver
 ) -> int:
-    """Copy these rows into the archive again, replacing the copies it has (in one archive
-    transaction); returns how many it did not have."""
+    """Copy these rows (newest first) into the archive again, replacing the copies it has,
+    in one archive transaction; returns how many it did not have. Stored rows are copied
+    where the saver can (with the rows below them the archive lacks): a value is then never
+    decoded and encoded again, which could change what it decodes to elsewhere."""
     present = _present(archive, ref, checkpoint_ids)
+    below = _after(checkpoint_ids[0])
     with archive.batch():
         if present:
             archive.delete_checkpoints(ref.to_config(), present)
-        _copy(saver, ref, sorted(checkpoint_ids), archive)  # oldest first
+        if below is None or saver.copy_rows(ref.to_config(), below, archive) is None:
+            _copy(saver, ref, reversed(checkpoint_ids), archive)  # oldest first
     return len(checkpoint_ids) - len(present)
 
 
