@@ -18,9 +18,11 @@ from tests import graphs
 from tests.clitools import dump, ttcli
 from tests.test_archive import everything
 from tests.test_prune import boundary, cfg
+from tests.test_saver_contract import config, put_one
 from tests.workers import INPUT, loop_graph
 from ttcli import END, START, Command, StateGraph, interrupt
 from ttcli.ops.prune import PrunePolicy, execute_prune, plan_prune
+from ttcli.savers.base import BaseSaver
 from ttcli.savers.sqlite import SqliteSaver
 from ttcli.uuid6 import new_id
 
@@ -231,3 +233,19 @@ def test_a_future_bound_from_the_library_still_prunes(two_threads: Path) -> None
         report = execute_prune(saver, plan_prune(saver, future))
         assert report.checkpoints == 2 * 10
         assert [t.checkpoints for t in saver.list_threads()] == [1, 1]
+
+
+# -- the contract prune pages with ------------------------------------------------------------
+
+
+def test_checkpoint_ids_read_a_range_of_ids_newest_first(saver: BaseSaver) -> None:
+    ids: list[str] = []
+    for step in range(5):
+        ids.append(put_one(saver, ids[-1] if ids else None, step))
+    thread = config("t")
+    assert saver.checkpoint_ids(thread) == ids[::-1]
+    assert saver.checkpoint_ids(thread, below=ids[3], since=ids[1]) == [ids[2], ids[1]]
+    assert saver.checkpoint_ids(thread, since=ids[3]) == [ids[4], ids[3]]
+    assert saver.checkpoint_ids(thread, below=ids[4], limit=2) == [ids[3], ids[2]]
+    assert saver.count_checkpoints(thread, below=ids[2]) == 2
+    assert saver.checkpoint_ids(config("nobody")) == []

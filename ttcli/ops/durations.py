@@ -25,13 +25,11 @@ def moment_before(text: str, now: datetime) -> datetime:
     """
     try:
         moment = _moment(text.strip(), now)
-    except (OverflowError, ValueError):
-        moment = None
-    if moment is None:
+    except ValueError:
         raise InputError(
             f"invalid duration {text!r}: use a number and a unit (90s, 30m, 12h, 7d, 2w) "
             "or an ISO date such as 2026-11-01"
-        )
+        ) from None
     if moment < EPOCH:
         raise InputError(f"{text!r} is before 1970: no checkpoint is that old (a typo?)")
     if moment > now:
@@ -39,10 +37,13 @@ def moment_before(text: str, now: datetime) -> datetime:
     return moment
 
 
-def _moment(text: str, now: datetime) -> datetime | None:
+def _moment(text: str, now: datetime) -> datetime:
     found = _DURATION.match(text)
-    if found:
-        amount, unit = found.groups()
+    if not found:
+        moment = datetime.fromisoformat(text)
+        return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+    amount, unit = found.groups()
+    try:
         return now - timedelta(**{_UNITS[unit]: int(amount)})
-    moment = datetime.fromisoformat(text)
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+    except OverflowError:  # longer than the calendar: surely before 1970
+        return datetime(1, 1, 1, tzinfo=UTC)
