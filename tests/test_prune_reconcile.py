@@ -11,14 +11,13 @@ zero changed. Bounded: the writers do a fixed number of runs; the pruner stops w
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.test_crash import ROOT, integrity
+from tests.test_concurrency import start
+from tests.test_crash import integrity
 from tests.workers import canonical
 from ttcli.configs import CheckpointRef
 from ttcli.runtime import commands
@@ -31,16 +30,6 @@ RUNS = 20
 assert commands.Interrupt is not None
 
 Key = tuple[str, str]  # (thread, checkpoint id)
-
-
-def start(*args: str) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [sys.executable, "-m", "tests.workers", *args],
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
 
 
 def expected(logs: list[Path]) -> tuple[dict[Key, tuple[str, str]], dict[Key, dict[Any, str]]]:

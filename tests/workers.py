@@ -16,7 +16,7 @@ Modes:
 
 Every committed checkpoint id is appended to LOG (after its transaction commits), so the
 parent knows what must survive; `ask` and `answer` record what was committed as well (one
-JSON line per checkpoint or task's writes, see `RecordingSaver`). Errors go to stderr and a
+JSON line per checkpoint or task's writes, see `LoggingSaver`). Errors go to stderr and a
 non-zero exit code.
 """
 
@@ -70,57 +70,23 @@ def loop_graph() -> StateGraph:
 INPUT = {"n": 0, "log": ["start"]}
 
 
-class LoggingSaver(SqliteSaver):
-    """Appends each checkpoint id to a log once its transaction has committed."""
-
-    def __init__(self, path: str, log: str) -> None:
-        super().__init__(path)
-        self.log = open(log, "a")  # noqa: SIM115 - lives as long as the process
-        self.stored: list[str] = []
-
-    def put(
-        self,
-        config: RunnableConfig,
-        checkpoint: Checkpoint,
-        metadata: Mapping[str, Any],
-        new_versions: Mapping[str, int],
-    ) -> RunnableConfig:
-        saved = super().put(config, checkpoint, metadata, new_versions)
-        self.stored.append(checkpoint["id"])
-        if not self._batch_depth:  # committed already
-            self._committed()
-        return saved
-
-    @contextmanager
-    def batch(self) -> Iterator[None]:
-        try:
-            with super().batch():
-                yield
-        except BaseException:
-            self.stored.clear()  # rolled back
-            raise
-        if not self._batch_depth:
-            self._committed()
-
-    def _committed(self) -> None:
-        self.log.writelines(f"{checkpoint_id}\n" for checkpoint_id in self.stored)
-        self.log.flush()
-        self.stored.clear()
-
-
 def canonical(value: Any) -> str:
     """A value as comparable text (objects by their repr), the same in every process."""
     return json.dumps(value, sort_keys=True, default=repr)
 
 
-class RecordingSaver(SqliteSaver):
-    """Appends one JSON line to the file named by TTCLI_RECORD for each checkpoint and each
-    task's writes, once its transaction has committed: {"put": id, "thread", "checkpoint",
-    "metadata"} or {"task_writes": id, "thread", "task", "writes": [[channel, value]]},
-    values as `canonical` text."""
+class LoggingSaver(SqliteSaver):
+    """Appends each checkpoint id to LOG once its transaction has committed.
 
-    def __init__(self, path: str, **kwargs: Any) -> None:
+    Without LOG it records more, to the file named by TTCLI_RECORD (so that the command
+    line can open it as it opens a SqliteSaver): one JSON line for each checkpoint and for
+    each task's writes, {"put": id, "thread", "checkpoint", "metadata"} or {"task_writes": id,
+    "thread", "task", "writes": [[channel, value]]}, values as `canonical` text.
+    """
+
+    def __init__(self, path: str, log: str | None = None, **kwargs: Any) -> None:
         super().__init__(path, **kwargs)
+        self.log, self.record = log or os.environ["TTCLI_RECORD"], log is None
         self.lines: list[str] = []
         self.depth = 0  # batches entered
 
@@ -132,11 +98,13 @@ class RecordingSaver(SqliteSaver):
         new_versions: Mapping[str, int],
     ) -> RunnableConfig:
         saved = super().put(config, checkpoint, metadata, new_versions)
+        if not self.record:
+            self._add(checkpoint["id"])
+            return saved
         thread = config["configurable"]["thread_id"]
-        record = {"put": checkpoint["id"], "thread": thread}
-        self._record(
-            {**record, "checkpoint": canonical(checkpoint), "metadata": canonical(metadata)}
-        )
+        self._add(json.dumps({"put": checkpoint["id"], "thread": thread,
+                              "checkpoint": canonical(checkpoint),
+                              "metadata": canonical(metadata)}))  # fmt: skip
         return saved
 
     def put_writes(
@@ -144,10 +112,11 @@ class RecordingSaver(SqliteSaver):
         task_path: str = "",
     ) -> None:  # fmt: skip
         super().put_writes(config, writes, task_id, task_path)
-        ref = config["configurable"]
-        pairs = [[channel, canonical(value)] for channel, value in writes]
-        self._record({"task_writes": ref["checkpoint_id"], "thread": ref["thread_id"],
-                      "task": task_id, "writes": pairs})  # fmt: skip
+        if self.record:
+            ref = config["configurable"]
+            pairs = [[channel, canonical(value)] for channel, value in writes]
+            self._add(json.dumps({"task_writes": ref["checkpoint_id"], "thread": ref["thread_id"],
+                                  "task": task_id, "writes": pairs}))  # fmt: skip
 
     @contextmanager
     def batch(self) -> Iterator[None]:
@@ -163,13 +132,13 @@ class RecordingSaver(SqliteSaver):
         if not self.depth:
             self._flush()
 
-    def _record(self, record: dict[str, Any]) -> None:
-        self.lines.append(json.dumps(record) + "\n")
+    def _add(self, line: str) -> None:
+        self.lines.append(line + "\n")
         if not self.depth:  # committed already
             self._flush()
 
     def _flush(self) -> None:
-        with open(os.environ["TTCLI_RECORD"], "a") as log:
+        with open(self.log, "a") as log:
             log.writelines(self.lines)
         self.lines.clear()
 
@@ -183,7 +152,7 @@ def ask(db: str, thread: str, log: str, runs: int) -> None:
     from fixtures.review_workflow import builder
 
     os.environ["TTCLI_RECORD"] = log
-    saver = RecordingSaver(db)
+    saver = LoggingSaver(db)  # recording
     graph = builder.compile(checkpointer=saver)
     for run in range(runs):
         request = {"request": f"refund order {run}", "plan": "", "log": []}
@@ -196,7 +165,7 @@ def answer(db: str, thread: str, log: str, runs: int) -> None:
     thread, either may find it running, paused again, just started, or its checkpoint pruned
     under it (exit 2, 3 or 4): fine, as long as it says so in one line."""
     os.environ["TTCLI_RECORD"] = log
-    sqlite_module.SqliteSaver = RecordingSaver  # type: ignore[misc,assignment]
+    sqlite_module.SqliteSaver = LoggingSaver  # type: ignore[misc,assignment]
     common = ["--db", db, "--thread", thread, "--graph", REVIEW]
     for run in range(runs):
         for args in (
