@@ -11,18 +11,21 @@ from __future__ import annotations
 
 import random
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
-from fixtures.review_workflow import builder as review
+from tests import graphs
 from tests.test_crash import KILLED, Content, contents, integrity, worker
 from tests.test_prune import boundary
 from tests.workers import INPUT, loop_graph
-from ttcli import Command
+from ttcli import END, START, Command, StateGraph, interrupt
 from ttcli.savers.sqlite import SqliteSaver
 from ttcli.uuid6 import id_time
 
 PAUSED = {"configurable": {"thread_id": "review"}}
+API = SimpleNamespace(StateGraph=StateGraph, START=START, END=END, interrupt=interrupt)
+review = graphs.review(API)
 
 
 def build(db: Path) -> None:
@@ -30,7 +33,7 @@ def build(db: Path) -> None:
         graph = loop_graph().compile(checkpointer=saver)
         for i in range(3):
             graph.invoke(INPUT, {"configurable": {"thread_id": f"t{i}"}})
-        review.compile(checkpointer=saver).invoke({"request": "r", "plan": "", "log": []}, PAUSED)
+        review.compile(checkpointer=saver).invoke({"plan": "", "log": []}, PAUSED)
 
 
 def answer_if_paused(db: Path) -> None:
