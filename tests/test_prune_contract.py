@@ -249,3 +249,16 @@ def test_checkpoint_ids_read_a_range_of_ids_newest_first(saver: BaseSaver) -> No
     assert saver.checkpoint_ids(thread, below=ids[4], limit=2) == [ids[3], ids[2]]
     assert saver.count_checkpoints(thread, below=ids[2]) == 2
     assert saver.checkpoint_ids(config("nobody")) == []
+
+
+def test_pending_writes_of_a_page_are_what_get_writes_gives(saver: BaseSaver) -> None:
+    ids: list[str] = []
+    for step in range(4):
+        ids.append(put_one(saver, ids[-1] if ids else None, step))
+        saver.put_writes(config("t", ids[-1]), [("n", step), ("m", [step])], f"task{step}")
+    saver.put_writes(config("t", ids[1]), [("__interrupt__", "ask")], "other", "path")
+    missing = new_id(9)
+    found = saver.pending_writes(config("t"), [ids[3], missing, ids[1], ids[0]])
+    assert found == {i: saver.get_writes(config("t", i)) for i in (ids[3], ids[1], ids[0])}
+    assert len(found[ids[1]]) == 3
+    assert saver.pending_writes(config("nobody"), ids) == {}

@@ -203,14 +203,9 @@ class _Run:
         the rest: a row is in the archive as it is live if the archive has it with the same
         pending writes. A row the archive lacks or holds stale is copied again and compared
         whole; one that still does not compare is left for the next run."""
-        live = _present(self.saver, ref, checkpoint_ids)
-        there = _present(archive, ref, live)
-        stale = [
-            i
-            for i in live
-            if i not in there
-            or archive.get_writes(_at(ref, i)) != self.saver.get_writes(_at(ref, i))
-        ]
+        live = self.saver.pending_writes(ref.to_config(), checkpoint_ids)
+        kept = archive.pending_writes(ref.to_config(), live)
+        stale = [i for i in checkpoint_ids if i in live and kept.get(i) != live[i]]
         if stale:
             self.report.archived += _refresh(self.saver, ref, stale, archive)
             stale = [
@@ -219,7 +214,7 @@ class _Run:
                 if _content(archive, _at(ref, i)) != _content(self.saver, _at(ref, i))
             ]
             self.report.left += len(stale)
-        return [i for i in live if i not in stale]
+        return [i for i in checkpoint_ids if i in live and i not in stale]
 
 
 def _archive(saver: BaseSaver, ref: CheckpointRef, below: str, archive: BaseSaver) -> int:

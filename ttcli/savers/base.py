@@ -244,6 +244,20 @@ class BaseSaver(ABC):
         found = [i for i in found if (below is None or i < below) and (since is None or i >= since)]
         return found if limit is None else found[:limit]
 
+    def pending_writes(
+        self, config: RunnableConfig, checkpoint_ids: Iterable[str]
+    ) -> dict[str, builtins.list[TaskWrite]]:
+        """The pending writes of those of these checkpoints the config's thread has, by id,
+        each as `get_writes` gives them (a checkpoint the thread lacks is left out): what a
+        prune compares between a file and its archive, a page at a time. A backend that can
+        read them together overrides it."""
+        ref = self.ref(config)
+        return {
+            checkpoint_id: self.get_writes(ref.at(checkpoint_id).to_config())
+            for checkpoint_id in checkpoint_ids
+            if self.list_metadata(ref.at(checkpoint_id).to_config())
+        }
+
     def count_checkpoints(self, config: RunnableConfig, *, below: str | None = None) -> int:
         """How many checkpoints the config's thread has (with ids below `below`, if given)."""
         return len(self.checkpoint_ids(config, below=below))

@@ -746,6 +746,25 @@ class SqliteSaver(BaseSaver):
             raise ConfigError(f"cannot copy {self.path} into itself: archive to another file")
         return RowCopy(self, target, self.ref(config)).copy_below(_require_id(below))
 
+    def pending_writes(
+        self, config: RunnableConfig, checkpoint_ids: Iterable[str]
+    ) -> dict[str, builtins.list[TaskWrite]]:
+        ref = self.ref(config)
+        wanted = {key: i for i in checkpoint_ids if (key := _id_bytes(i)) is not None}
+        with self.read() as conn:  # one transaction for all
+            thread_key = self._thread_key(conn, ref)
+            if thread_key is None:
+                return {}
+            return {
+                wanted[key]: [
+                    (task_id, path, channel, self.blobs.load_value(entry))
+                    for task_id, path, channel, entry in _in_order(
+                        self._pending(conn, thread_key, key)
+                    )
+                ]
+                for key in self._present(conn, thread_key, set(wanted))
+            }
+
     def count_checkpoints(self, config: RunnableConfig, *, below: str | None = None) -> int:
         ref = self.ref(config)
         bound = None if below is None else _require_id(below)
