@@ -21,10 +21,10 @@ from tests.test_prune import boundary, cfg
 from tests.test_saver_contract import config, put_one
 from tests.workers import INPUT, loop_graph
 from ttcli import END, START, Command, StateGraph, interrupt
-from ttcli.ops.prune import PrunePolicy, execute_prune, plan_prune
+from ttcli.ops.prune import PrunePolicy, ThreadPlan, execute_prune, plan_prune
 from ttcli.savers.base import BaseSaver
 from ttcli.savers.sqlite import SqliteSaver
-from ttcli.uuid6 import new_id
+from ttcli.uuid6 import lowest_id_at, new_id
 
 API = SimpleNamespace(StateGraph=StateGraph, START=START, END=END, interrupt=interrupt)
 
@@ -73,6 +73,17 @@ def test_keep_last_keeps_that_many_rows_of_each_thread_whatever_the_bound(
     assert result.exit_code == 0, result.stderr
     with SqliteSaver.from_conn_string(two_threads) as saver:
         assert [t.checkpoints for t in saver.list_threads()] == [3, 3]
+
+
+def test_keep_last_holds_even_when_the_id_bound_is_above_every_row(saver: BaseSaver) -> None:
+    ids: list[str] = []
+    for step in range(5):
+        ids.append(put_one(saver, ids[-1] if ids else None, step))
+    above_all = lowest_id_at(datetime(2100, 1, 1, tzinfo=UTC))
+    plan = ThreadPlan("t", "", above_all, count=3, total=5, keep_last=2)
+    report = execute_prune(saver, [plan])
+    assert report.checkpoints == 3
+    assert saver.checkpoint_ids(config("t")) == [ids[4], ids[3]]
 
 
 def test_a_library_bound_before_1970_is_refused() -> None:

@@ -222,10 +222,12 @@ class BaseSaver(ABC):
         return nullcontext()
 
     def copy_rows(self, config: RunnableConfig, below: str, target: BaseSaver) -> int | None:
-        """Copy the config's thread's checkpoints with ids below `below`, pending writes
-        included, into the same thread of `target` as stored rows, checking the copy before it
-        commits; returns how many the target did not have. None: this saver cannot copy into
-        `target` that way, and the caller copies value by value (`ttcli.ops.copy`)."""
+        """Copy the config's thread's checkpoints with ids below `below` that `target` lacks,
+        pending writes included, into the same thread of `target` as stored rows, checking
+        the copy before it commits; returns how many it copied. Rows `target` has already are
+        left as they are (a prune compares them before it deletes). None: this saver cannot
+        copy into `target` that way, and the caller copies value by value (`ttcli.ops.copy`).
+        """
         return None
 
     def checkpoint_ids(
