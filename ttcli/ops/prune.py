@@ -233,16 +233,20 @@ def _archive(saver: BaseSaver, ref: CheckpointRef, below: str, archive: BaseSave
         page = saver.checkpoint_ids(ref.to_config(), below=bound, limit=BATCH_SIZE)
         with archive.batch():  # checked before it commits
             fresh = _copy(saver, ref, reversed(page), archive)
-            for checkpoint_id in fresh:
-                if _content(archive, _at(ref, checkpoint_id)) != _content(
-                    saver, _at(ref, checkpoint_id)
-                ):
-                    raise StorageError(
-                        f"archive check failed for checkpoint '{checkpoint_id}' of thread "
-                        f"'{ref.thread_id}': nothing of it was deleted"
-                    )
+            _check(saver, ref, fresh, archive)
         copied += len(fresh)
     return copied
+
+
+def _check(
+    saver: BaseSaver, ref: CheckpointRef, checkpoint_ids: list[str], archive: BaseSaver
+) -> None:
+    for checkpoint_id in checkpoint_ids:
+        if _content(archive, _at(ref, checkpoint_id)) != _content(saver, _at(ref, checkpoint_id)):
+            raise StorageError(
+                f"archive check failed for checkpoint '{checkpoint_id}' of thread "
+                f"'{ref.thread_id}': nothing of it was deleted"
+            )
 
 
 def _copy(
