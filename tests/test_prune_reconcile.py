@@ -20,14 +20,14 @@ from tests.test_concurrency import start
 from tests.test_crash import integrity
 from tests.workers import canonical
 from ttcli.configs import CheckpointRef
-from ttcli.runtime import commands
+from ttcli import Interrupt
 from ttcli.savers.base import WRITES_IDX_MAP, BaseSaver
 from ttcli.savers.sqlite import SqliteSaver
 
 RUNS = 20
 #: interrupts decode as objects only where the runtime is imported, as in the writers (until
 #: issue 11 finding 8 gives the saver its own serializer)
-assert commands.Interrupt is not None
+assert Interrupt is not None
 
 Key = tuple[str, str]  # (thread, checkpoint id)
 
