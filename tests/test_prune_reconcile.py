@@ -19,8 +19,8 @@ import pytest
 from tests.test_concurrency import start
 from tests.test_crash import integrity
 from tests.workers import canonical
-from ttcli.configs import CheckpointRef
 from ttcli import Interrupt
+from ttcli.configs import CheckpointRef
 from ttcli.savers.base import WRITES_IDX_MAP, BaseSaver
 from ttcli.savers.sqlite import SqliteSaver
 
