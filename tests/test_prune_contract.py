@@ -86,6 +86,13 @@ def test_keep_last_holds_even_when_the_id_bound_is_above_every_row(saver: BaseSa
     assert saver.checkpoint_ids(config("t")) == [ids[4], ids[3]]
 
 
+@pytest.mark.parametrize("year", [1026, 1969, 5300], ids=["1026", "1969", "5300"])
+def test_no_id_bound_is_made_for_a_moment_the_id_clock_cannot_name(year: int) -> None:
+    with pytest.raises(ValueError, match="outside the id clock's range"):
+        lowest_id_at(datetime(year, 12, 31, tzinfo=UTC))
+    assert lowest_id_at(datetime(1970, 1, 1, tzinfo=UTC)) < new_id(0)
+
+
 def test_a_library_bound_before_1970_is_refused() -> None:
     with pytest.raises(ValueError, match="1970"):
         PrunePolicy(older_than=datetime(1026, 11, 1, tzinfo=UTC))
