@@ -5,6 +5,7 @@ archive that is the database itself under another name."""
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
@@ -21,6 +22,7 @@ from tests.test_prune import boundary, cfg
 from tests.test_saver_contract import config, put_one
 from tests.workers import INPUT, loop_graph
 from ttcli import END, START, Command, StateGraph, interrupt
+from ttcli.errors import DatabaseBusyError
 from ttcli.ops.prune import PrunePolicy, ThreadPlan, execute_prune, plan_prune
 from ttcli.savers.base import BaseSaver
 from ttcli.savers.sqlite import SqliteSaver
@@ -113,8 +115,8 @@ class HookedArchive(SqliteSaver):
     def batch(self) -> Iterator[None]:
         with super().batch():
             yield
-        hook, self.after = self.after, None
-        if hook is not None and not self.conn.in_transaction:
+        if self.after is not None and not self.conn.in_transaction:  # committed
+            hook, self.after = self.after, None
             hook()
 
 
@@ -137,11 +139,28 @@ def late_checkpoint(db_path: Path, thread: str) -> tuple[dict[str, Any], Any]:
     return head.config, (checkpoint, {**head.metadata, "step": 99, "late": True})
 
 
-def commit_late(db_path: Path, parent: dict[str, Any], late: Any) -> Callable[[], None]:
+def commit_late(
+    db_path: Path, parent: dict[str, Any], late: Any, waiting: list[threading.Thread] | None = None
+) -> Callable[[], None]:
+    """Commit the late checkpoint and a write of it now or, if a prune holds the live file's
+    write lock, in a thread of its own (appended to `waiting`) as soon as it is free."""
+
+    def put(busy_timeout: float) -> None:
+        other = SqliteSaver(db_path, busy_timeout=busy_timeout)
+        try:
+            with other.batch():
+                stored = other.put(parent, late[0], late[1], {})
+                other.put_writes(stored, [("n", 7)], "t1")
+        finally:
+            other.close()
+
     def commit() -> None:
-        with SqliteSaver.from_conn_string(db_path) as other:
-            stored = other.put(parent, late[0], late[1], {})
-            other.put_writes(stored, [("n", 7)], "t1")
+        try:
+            put(0)
+        except DatabaseBusyError:
+            assert waiting is not None
+            waiting.append(threading.Thread(target=put, args=(30,)))
+            waiting[-1].start()
 
     return commit
 
@@ -161,10 +180,13 @@ def test_a_checkpoint_committed_late_with_an_old_id_is_never_lost(
     bound = boundary()
     archive = tmp_path / "archive.db"
     policy = PrunePolicy(older_than=bound, keep_last=0)
+    waiting: list[threading.Thread] = []
     with SqliteSaver.from_conn_string(two_threads) as saver:
         plans = plan_prune(saver, policy)
-        with hooked(archive, commit_late(two_threads, parent, late)) as target:
+        with hooked(archive, commit_late(two_threads, parent, late, waiting)) as target:
             execute_prune(saver, plans, archive=target)
+    for thread in waiting:
+        thread.join(timeout=60)
     live, kept = in_either(two_threads, archive)
     key = ("a", "", late[0]["id"])
     found = live.get(key, kept.get(key))

@@ -3,12 +3,12 @@
 The deletion contract (SPEC §5): every kept checkpoint reads exactly as before (values, next,
 tasks, metadata), pending writes of kept checkpoints stay, history simply ends earlier.
 `keep_last` is enforced by counting rows, in the transaction that deletes. With an archive,
-what goes is first copied into another ttcli database; then prune deletes exactly the rows
-it copied and verified: each page of ids is compared again, live row against archived copy,
-inside the write transaction that deletes it. A row that committed late or changed since the
-copy (its pending writes grew) is copied again, or left for the next run, never lost. A
-crash at any moment loses nothing (at worst rows are in both files), and running the same
-prune again finishes the job.
+prune deletes exactly the rows it copied and verified, never "everything below a bound": each
+page of ids is read, copied into the archive and checked there inside the live file's write
+transaction that then deletes it, so no row commits or changes in between; a row the archive
+had already (a stopped run copied it) is compared by its pending writes and copied again if
+they grew. A crash at any moment loses nothing (at worst rows are in both files), and running
+the same prune again finishes the job.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from datetime import datetime
 from typing import Any
 
 from ttcli.configs import CheckpointRef, RunnableConfig
-from ttcli.errors import StorageError
+from ttcli.errors import ConfigError, StorageError
 from ttcli.ops.copy import copy_checkpoint
 from ttcli.savers.base import BaseSaver, Checkpoint, TaskWrite, ThreadSummary
 from ttcli.uuid6 import lowest_id_at
@@ -142,18 +142,19 @@ def execute_prune(
 ) -> PruneReport:
     """Delete what the plans select, archiving it first when `archive` is given.
 
-    Rows are deleted by id, a page at a time, each page in one write transaction of `saver`
-    that first checks (with an archive) that the archive holds every row of it exactly as
-    the live file does; a row that does not compare is copied again, and one that still does
-    not is left for the next run (`PruneReport.left`).
+    Rows are deleted by id, a page at a time, oldest first, each page in one write
+    transaction of `saver`: in it the page's ids are read, copied into the archive (which
+    commits first) and checked there, and exactly the rows that compare are deleted. A row
+    the archive had already (an earlier run was stopped) is compared by its pending writes,
+    the only thing of a committed checkpoint that may change, and copied again if they grew;
+    one that still does not compare is left for the next run (`PruneReport.left`).
     """
+    if archive is not None and saver.stores_in(archive):
+        raise ConfigError("cannot archive a database into itself: archive to another file")
     run = _Run(saver, archive, PruneReport(plans=list(plans)), progress)
     run.total = sum(plan.count for plan in plans)
     for plan in plans:
-        ref = CheckpointRef(plan.thread_id, plan.checkpoint_ns)
-        if archive is not None:
-            run.report.archived += _archive(saver, ref, plan.below, archive)
-        run.delete(ref, plan)
+        run.delete(CheckpointRef(plan.thread_id, plan.checkpoint_ns), plan)
         run.report.threads += 1
     return run.report
 
@@ -167,23 +168,22 @@ class _Run:
     total: int = 0
 
     def delete(self, ref: CheckpointRef, plan: ThreadPlan) -> None:
-        """Delete the plan's rows newest first (whatever is left between pages still reads
-        whole). Pages are read outside the write transactions: a row that commits late is
-        in a page only if it committed before the page was read, and is then checked like
-        any other. Blobs are collected once, with the thread's last page."""
-        config, bound = ref.to_config(), plan.below
-        while page := self.saver.checkpoint_ids(config, below=bound, limit=BATCH_SIZE + 1):
-            last = len(page) <= BATCH_SIZE
-            page = page[:BATCH_SIZE]
-            bound = page[-1]
+        """Delete the plan's rows a page at a time, oldest first (parents are archived
+        before their children; what is left between pages still reads whole). Only the
+        page boundaries are held in memory. Blobs are collected once, with the last page."""
+        config, bounds = ref.to_config(), [plan.below]
+        while page := self.saver.checkpoint_ids(config, below=bounds[-1], limit=BATCH_SIZE):
+            bounds.append(page[-1])
+        for n in range(len(bounds) - 1, 0, -1):
             with self.saver.batch():
+                # read in the transaction: a row that commits late is either in it, and then
+                # archived and checked like any other, or left alone
+                page = self.saver.checkpoint_ids(config, below=bounds[n - 1], since=bounds[n])
                 doomed = self._doomed(ref, plan, page)
-                self.saver.delete_checkpoints(config, doomed, collect=last)
+                self.saver.delete_checkpoints(config, doomed, collect=n == 1)
             self.report.checkpoints += len(doomed)
             if self.progress is not None:
                 self.progress(self.report.checkpoints, self.total)
-            if last:
-                break
 
     def _doomed(self, ref: CheckpointRef, plan: ThreadPlan, page: list[str]) -> list[str]:
         """What of a page may go, decided in the transaction that deletes it."""
@@ -191,18 +191,32 @@ class _Run:
         if plan.keep_last:  # counted here: no writer can add a newer row meanwhile
             keep.update(self.saver.checkpoint_ids(ref.to_config(), limit=plan.keep_last))
         doomed = [checkpoint_id for checkpoint_id in page if checkpoint_id not in keep]
-        return doomed if self.archive is None else self._verified(ref, doomed, self.archive)
+        if self.archive is None or not doomed:
+            return doomed
+        return self._archived(ref, doomed, self.archive)
+
+    def _archived(
+        self, ref: CheckpointRef, checkpoint_ids: list[str], archive: BaseSaver
+    ) -> list[str]:
+        """Copy these rows (newest first) into the archive, checked before it commits, and
+        return those it now holds exactly as the live file does (called in the live file's
+        write transaction, so they cannot change before they are deleted)."""
+        earlier = set(_present(archive, ref, checkpoint_ids))
+        with archive.batch():
+            self.report.archived += _copy_page(self.saver, ref, checkpoint_ids, archive)
+        now = set(_present(archive, ref, checkpoint_ids))
+        verified = set(self._verified(ref, [i for i in checkpoint_ids if i in earlier], archive))
+        return [i for i in checkpoint_ids if i in verified or (i in now and i not in earlier)]
 
     def _verified(
         self, ref: CheckpointRef, checkpoint_ids: list[str], archive: BaseSaver
     ) -> list[str]:
-        """The ids whose row the archive holds exactly as the live file does now (called in
-        the live file's write transaction, so they cannot change before they are deleted).
-
-        A committed checkpoint never changes but for its pending writes, and the copy checked
-        the rest: a row is in the archive as it is live if the archive has it with the same
-        pending writes. A row the archive lacks or holds stale is copied again and compared
-        whole; one that still does not compare is left for the next run."""
+        """Of rows the archive had before, those it holds as the live file does: a committed
+        checkpoint never changes but for its pending writes, so these are compared; a row
+        whose writes differ is copied again and compared whole, and left for the next run
+        if it still does not compare."""
+        if not checkpoint_ids:
+            return []
         live = self.saver.pending_writes(ref.to_config(), checkpoint_ids)
         kept = archive.pending_writes(ref.to_config(), live)
         stale = [i for i in checkpoint_ids if i in live and kept.get(i) != live[i]]
@@ -217,25 +231,20 @@ class _Run:
         return [i for i in checkpoint_ids if i in live and i not in stale]
 
 
-def _archive(saver: BaseSaver, ref: CheckpointRef, below: str, archive: BaseSaver) -> int:
-    """Copy what goes, oldest first (parents before children), committing the archive once
-    per batch; only the batch boundaries are held in memory. Savers that can copy their
-    stored rows into the archive do (much faster than value by value). Rows the archive
-    has already are left as they are here: the delete compares them."""
-    copied = saver.copy_rows(ref.to_config(), below, archive)
-    if copied is not None:
-        return copied
-    bounds = [below]
-    while page := saver.checkpoint_ids(ref.to_config(), below=bounds[-1], limit=BATCH_SIZE):
-        bounds.append(page[-1])
-    copied = 0
-    for bound in reversed(bounds[:-1]):
-        page = saver.checkpoint_ids(ref.to_config(), below=bound, limit=BATCH_SIZE)
-        with archive.batch():  # checked before it commits
-            fresh = _copy(saver, ref, reversed(page), archive)
-            _check(saver, ref, fresh, archive)
-        copied += len(fresh)
-    return copied
+def _copy_page(
+    saver: BaseSaver, ref: CheckpointRef, checkpoint_ids: list[str], archive: BaseSaver
+) -> int:
+    """Copy the rows the archive lacks of a page (newest first) and those below it, as
+    stored rows where the saver can (much faster than value by value; they are checked as
+    they are copied), else value by value, oldest first, checked here."""
+    below = _after(checkpoint_ids[0])
+    if below is not None:
+        copied = saver.copy_rows(ref.to_config(), below, archive)
+        if copied is not None:
+            return copied
+    fresh = _copy(saver, ref, reversed(checkpoint_ids), archive)
+    _check(saver, ref, fresh, archive)
+    return len(fresh)
 
 
 def _check(

@@ -221,6 +221,11 @@ class BaseSaver(ABC):
         commit or none); archiving uses it to commit once per batch, not per checkpoint."""
         return nullcontext()
 
+    def stores_in(self, other: BaseSaver) -> bool:
+        """Whether `other` keeps its checkpoints where this saver does (an archive there
+        would be the database itself: prune refuses it)."""
+        return other is self
+
     def copy_rows(self, config: RunnableConfig, below: str, target: BaseSaver) -> int | None:
         """Copy the config's thread's checkpoints with ids below `below` that `target` lacks,
         pending writes included, into the same thread of `target` as stored rows, checking

@@ -739,10 +739,15 @@ class SqliteSaver(BaseSaver):
             ).fetchall()
         return [_id_text(key) if len(key) == 16 else repr(key) for (key,) in rows]
 
+    def stores_in(self, other: BaseSaver) -> bool:
+        return other is self or (
+            isinstance(other, SqliteSaver) and same_file(self.path, other.path)
+        )
+
     def copy_rows(self, config: RunnableConfig, below: str, target: BaseSaver) -> int | None:
         if not isinstance(target, SqliteSaver):
             return None
-        if target is self or same_file(self.path, target.path):
+        if self.stores_in(target):
             raise ConfigError(f"cannot copy {self.path} into itself: archive to another file")
         return RowCopy(self, target, self.ref(config)).copy_below(_require_id(below))
 
