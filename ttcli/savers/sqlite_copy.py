@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import uuid
+import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -78,6 +79,21 @@ def same_file(one: str, other: str) -> bool:
         return os.path.samefile(one, other)
     except OSError:
         return Path(one).resolve() == Path(other).resolve()
+
+
+#: each source's latest copy, so that a prune copying a thread a page at a time keeps knowing
+#: which blobs it copied where (copied again, a shared blob would be stored twice)
+_RECENT: weakref.WeakKeyDictionary[SqliteSaver, RowCopy] = weakref.WeakKeyDictionary()
+
+
+def row_copy(source: SqliteSaver, target: SqliteSaver, ref: CheckpointRef) -> RowCopy:
+    """The copy of `ref`'s thread from `source` into `target`: the one made last, if it was
+    between the same two savers and threads (source blob keys always mean the same value;
+    the copy forgets the target's keys itself if the target changed meanwhile)."""
+    found = _RECENT.get(source)
+    if found is None or found.target is not target or found.ref != ref:
+        found = _RECENT[source] = RowCopy(source, target, ref)
+    return found
 
 
 class RowCopy:
