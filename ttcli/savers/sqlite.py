@@ -57,7 +57,7 @@ from ttcli.savers.records import (
     unpack_parent,
 )
 from ttcli.savers.serde import Ref
-from ttcli.savers.sqlite_copy import row_copy, same_file
+from ttcli.savers.sqlite_copy import RowCopy, same_file
 from ttcli.savers.sqlite_errors import storage_error
 from ttcli.uuid6 import dashed, id_micros
 
@@ -749,7 +749,7 @@ class SqliteSaver(BaseSaver):
             return None
         if self.stores_in(target):
             raise ConfigError(f"cannot copy {self.path} into itself: archive to another file")
-        return row_copy(self, target, self.ref(config)).copy_below(_require_id(below))
+        return RowCopy(self, target, self.ref(config)).copy_below(_require_id(below))
 
     def pending_writes(
         self, config: RunnableConfig, checkpoint_ids: Iterable[str]

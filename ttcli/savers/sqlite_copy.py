@@ -15,7 +15,6 @@ from __future__ import annotations
 import os
 import sqlite3
 import uuid
-import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -79,21 +78,6 @@ def same_file(one: str, other: str) -> bool:
         return os.path.samefile(one, other)
     except OSError:
         return Path(one).resolve() == Path(other).resolve()
-
-
-#: each source's latest copy, so that a prune copying a thread a page at a time keeps knowing
-#: which blobs it copied where (copied again, a shared blob would be stored twice)
-_RECENT: weakref.WeakKeyDictionary[SqliteSaver, RowCopy] = weakref.WeakKeyDictionary()
-
-
-def row_copy(source: SqliteSaver, target: SqliteSaver, ref: CheckpointRef) -> RowCopy:
-    """The copy of `ref`'s thread from `source` into `target`: the one made last, if it was
-    between the same two savers and threads (source blob keys always mean the same value;
-    the copy forgets the target's keys itself if the target changed meanwhile)."""
-    found = _RECENT.get(source)
-    if found is None or found.target is not target or found.ref != ref:
-        found = _RECENT[source] = RowCopy(source, target, ref)
-    return found
 
 
 class RowCopy:
@@ -401,19 +385,24 @@ class _Page:
         floor = self._key_floor(newest or 0)
         taken = _fetch_blobs(self.tconn, [key for key in rows if floor < key <= (newest or 0)])
         next_key = max(newest or 0, *rows) + 1
+        inserted = []
         for key in sorted(rows):  # a blob points only at older ones: they are decided first
             base_key, is_record, data = rows[key]
             if is_record:
                 data = serde.dumps(self.c.entry(serde.loads(data)))
             base = None if base_key is None else self.c.blob(base_key)
+            if taken.get(key) == (base, is_record, data):  # copied already (an earlier page)
+                self.c.blobs[key] = key
+                continue
             if key > floor and key not in taken and base == base_key and data == rows[key][2]:
                 self.c.blobs[key] = key
             else:
                 self.c.blobs[key], next_key = next_key, next_key + 1
-            self.new_blobs.append((self.c.blobs[key], base, is_record, data))
+            inserted.append((self.c.blobs[key], base, is_record, data))
+        self.new_blobs += inserted
         self.tconn.executemany(
             "INSERT INTO blobs (blob_key, base_key, is_record, value) VALUES (?, ?, ?, ?)",
-            self.new_blobs[-len(rows) :],
+            inserted,
         )
 
     def _key_floor(self, newest: int) -> int:
