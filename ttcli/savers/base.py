@@ -264,22 +264,49 @@ class BaseSaver(ABC):
         commit or none); archiving uses it to commit once per batch, not per checkpoint."""
         return nullcontext()
 
+    def stores_in(self, other: BaseSaver) -> bool:
+        """Whether `other` keeps its checkpoints where this saver does (an archive there
+        would be the database itself: prune refuses it)."""
+        return other is self
+
     def copy_rows(self, config: RunnableConfig, below: str, target: BaseSaver) -> int | None:
-        """Copy the config's thread's checkpoints with ids below `below`, pending writes
-        included, into the same thread of `target` as stored rows, checking the copy before it
-        commits; returns how many the target did not have. None: this saver cannot copy into
-        `target` that way, and the caller copies value by value (`ttcli.ops.copy`)."""
+        """Copy the config's thread's checkpoints with ids below `below` that `target` lacks,
+        pending writes included, into the same thread of `target` as stored rows, checking
+        the copy before it commits; returns how many it copied. Rows `target` has already are
+        left as they are (a prune compares them before it deletes). None: this saver cannot
+        copy into `target` that way, and the caller copies value by value (`ttcli.ops.copy`).
+        """
         return None
 
     def checkpoint_ids(
-        self, config: RunnableConfig, *, below: str | None = None, limit: int | None = None
+        self,
+        config: RunnableConfig,
+        *,
+        below: str | None = None,
+        limit: int | None = None,
+        since: str | None = None,
     ) -> builtins.list[str]:
         """The checkpoint ids of the config's thread, newest first, read without decoding
         anything (so that one broken checkpoint does not hide the others); only ids below
-        `below`, and at most `limit` of them, when given (a page of a long thread)."""
+        `below` and at or above `since`, and at most `limit` of them, when given (a page of
+        a long thread, or which of a page's ids are still there)."""
         found = [t.checkpoint["id"] for t in self.list_metadata(config)]
-        found = [i for i in found if below is None or i < below]
+        found = [i for i in found if (below is None or i < below) and (since is None or i >= since)]
         return found if limit is None else found[:limit]
+
+    def pending_writes(
+        self, config: RunnableConfig, checkpoint_ids: Iterable[str]
+    ) -> dict[str, builtins.list[TaskWrite]]:
+        """The pending writes of those of these checkpoints the config's thread has, by id,
+        each as `get_writes` gives them (a checkpoint the thread lacks is left out): what a
+        prune compares between a file and its archive, a page at a time. A backend that can
+        read them together overrides it."""
+        ref = self.ref(config)
+        return {
+            checkpoint_id: self.get_writes(ref.at(checkpoint_id).to_config())
+            for checkpoint_id in checkpoint_ids
+            if self.list_metadata(ref.at(checkpoint_id).to_config())
+        }
 
     def count_checkpoints(self, config: RunnableConfig, *, below: str | None = None) -> int:
         """How many checkpoints the config's thread has (with ids below `below`, if given)."""

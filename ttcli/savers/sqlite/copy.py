@@ -12,10 +12,12 @@ rolled back and the prune stops before deleting anything.
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import uuid
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ttcli.configs import CheckpointRef
@@ -64,6 +66,17 @@ _LATEST = "SELECT max(checkpoint_id) FROM checkpoints WHERE thread_key = ?"
 _BRANCH = "INSERT OR IGNORE INTO branches (thread_key, parent_id, checkpoint_id) VALUES (?, ?, ?)"
 
 _BLOBS = "SELECT blob_key, base_key, is_record, value FROM blobs WHERE blob_key IN ({marks})"
+
+
+def same_file(one: str, other: str) -> bool:
+    """Whether two paths name one file: by inode (hard links, symbolic links, any spelling),
+    or, for a file not created yet, by resolved path."""
+    if ":memory:" in (one, other):
+        return False
+    try:
+        return os.path.samefile(one, other)
+    except OSError:
+        return Path(one).resolve() == Path(other).resolve()
 
 
 class RowCopy:
@@ -374,19 +387,24 @@ class _Page:
         floor = self._key_floor(newest or 0)
         taken = _fetch_blobs(self.tconn, [key for key in rows if floor < key <= (newest or 0)])
         next_key = max(newest or 0, *rows) + 1
+        inserted = []
         for key in sorted(rows):  # a blob points only at older ones: they are decided first
             base_key, is_record, data = rows[key]
             if is_record:
                 data = self.serde.dumps(self.c.entry(self.serde.loads(data)))
             base = None if base_key is None else self.c.blob(base_key)
+            if taken.get(key) == (base, is_record, data):  # copied already (an earlier page)
+                self.c.blobs[key] = key
+                continue
             if key > floor and key not in taken and base == base_key and data == rows[key][2]:
                 self.c.blobs[key] = key
             else:
                 self.c.blobs[key], next_key = next_key, next_key + 1
-            self.new_blobs.append((self.c.blobs[key], base, is_record, data))
+            inserted.append((self.c.blobs[key], base, is_record, data))
+        self.new_blobs += inserted
         self.tconn.executemany(
             "INSERT INTO blobs (blob_key, base_key, is_record, value) VALUES (?, ?, ?, ?)",
-            self.new_blobs[-len(rows) :],
+            inserted,
         )
 
     def _key_floor(self, newest: int) -> int:
@@ -420,7 +438,9 @@ class _Page:
             for checkpoint_id, row in wanted.items():
                 if not self._same_row(row, stored.get(checkpoint_id)):
                     self._fail(checkpoint_id)
-            tabled = self.tconn.execute(_TABLED, bounds).fetchall()
+            # only the rows copied now: the target's other checkpoints in the range may be
+            # ones the source no longer has (archived and deleted by an earlier prune)
+            tabled = [t for t in self.tconn.execute(_TABLED, bounds).fetchall() if t[0] in copied]
         else:
             tabled = []
         carried = None
