@@ -90,11 +90,6 @@ class SqliteSaver(BaseSaver):
     open = from_conn_string
 
     @property
-    def in_batch(self) -> bool:
-        """Whether a `batch` is open (what it writes commits when it ends)."""
-        return self.connection.in_batch
-
-    @property
     def deleted_bytes(self) -> int:
         """Bytes of rows and values deleted through this saver, so that `prune` can say
         what it freed without reading the threads again."""
