@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import sys
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 import click
@@ -23,6 +22,7 @@ from ttcli.ops.prune import (
     plan_prune,
 )
 from ttcli.savers.sqlite import SqliteSaver
+from ttcli.savers.sqlite.copy import same_file
 
 
 @click.command()
@@ -111,7 +111,7 @@ def _execute(
 ) -> PruneReport:
     if archive is None:
         return execute_prune(saver, plans, progress=progress)
-    if Path(archive).resolve() == Path(saver.path).resolve():
+    if same_file(archive, saver.path):
         raise InputError(f"--archive {archive} is the database being pruned: archive elsewhere")
     with SqliteSaver.from_conn_string(archive) as target:
         return execute_prune(saver, plans, archive=target, progress=progress)
@@ -123,7 +123,9 @@ def _print(env: Env, report: PruneReport, size: int, *, done: bool) -> None:
     freed = "freed" if done else "about"
     summary = (
         f"{verb} {report.checkpoints} checkpoints in {report.threads} threads, "
-        f"{freed} {size} bytes" + (f", {report.archived} archived" if report.archived else "")
+        f"{freed} {size} bytes"
+        + (f", {report.archived} archived" if report.archived else "")
+        + (f", {report.left} changed meanwhile: left for the next run" if report.left else "")
     )
     plan = [
         {
@@ -140,6 +142,7 @@ def _print(env: Env, report: PruneReport, size: int, *, done: bool) -> None:
         "checkpoints": report.checkpoints,
         "bytes": size,
         "archived": report.archived,
+        "left": report.left,
         "plan": plan,
     }
     lines = [
