@@ -13,7 +13,7 @@ from typing import Any
 
 from ttcli.configs import CheckpointRef
 from ttcli.errors import ThreadNotFoundError
-from ttcli.savers.base import BaseSaver, CheckpointTuple, TaskWrite
+from ttcli.savers.base import NOT_LOADED, BaseSaver, CheckpointTuple, TaskWrite
 
 _SPECIAL = frozenset({"__error__", "__interrupt__", "__resume__", "__no_writes__", "__scheduled__"})
 
@@ -190,7 +190,16 @@ def history(
     )
     if not found and saver.get_tuple(ref.to_config()) is None:
         raise ThreadNotFoundError(ref.thread_id)
-    return [entry(saved) for saved in found]
+    return [entry(_with_triggers(saver, saved)) for saved in found]
+
+
+def _with_triggers(saver: BaseSaver, saved: CheckpointTuple) -> CheckpointTuple:
+    """`saved` itself, or read in full when a value that says what runs next was too big
+    to be read with the metadata (the Sends of a fan-out): only those checkpoints pay."""
+    values = saved.checkpoint["channel_values"]
+    if not any(v is NOT_LOADED for k, v in values.items() if is_internal(k)):
+        return saved
+    return saver.get_tuple(saved.config) or saved
 
 
 @dataclass
