@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
 from tests.clitools import ttcli
+from tests.graphs import linear
+from ttcli import END, START, StateGraph
+from ttcli.savers.sqlite import SqliteSaver
 
 FAN_OUT = "import ttcli\nfrom tests.graphs import map_reduce\ngraph = map_reduce(ttcli)\n"
 ITEMS = json.dumps({"items": [1, 2, 3], "results": [], "total": 0})
@@ -45,3 +51,40 @@ def test_reading_commands_work_on_a_fan_out_thread(fan_db: Path) -> None:
         {"results": [4]},
         {"results": [9]},
     ]
+
+
+@pytest.fixture(scope="module")
+def long_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Thread `long`: 3,000 checkpoints (1,000 runs of a -> b)."""
+    path = tmp_path_factory.mktemp("long") / "long.db"
+    with SqliteSaver.from_conn_string(path) as saver:
+        graph = linear(SimpleNamespace(StateGraph=StateGraph, START=START, END=END)).compile(
+            checkpointer=saver
+        )
+        for x in range(1000):
+            graph.invoke({"x": x}, {"configurable": {"thread_id": "long"}})
+    return path
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["history", "-t", "long"],
+        ["history", "-t", "long", "--format", "jsonl"],
+        ["history", "-t", "long", "--format", "csv"],
+        ["history", "-t", "long", "--json"],
+        ["tree", "-t", "long"],
+    ],
+    ids=["table", "jsonl", "csv", "json", "tree"],
+)
+def test_a_reader_that_stops_early_is_not_an_error(long_db: Path, args: list[str]) -> None:
+    with subprocess.Popen(
+        [sys.executable, "-m", "ttcli", "--db", str(long_db), *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    ) as process:  # like `ttcli history ... | head -1`
+        assert process.stdout is not None and process.stderr is not None
+        assert process.stdout.readline()
+        process.stdout.close()
+        assert (process.wait(), process.stderr.read()) == (0, "")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -112,6 +113,10 @@ class TtcliGroup(click.Group):
             raise Failure(str(exc), code) from exc
         except (click.ClickException, click.exceptions.Exit, click.Abort):
             raise
+        except BrokenPipeError:
+            # the reader stopped early (`| head -1`): not an error, and nothing more to say
+            _discard_stdout()
+            raise click.exceptions.Exit(0) from None
         except Exception as exc:
             if os.environ.get("TTCLI_DEBUG"):
                 raise
@@ -120,6 +125,18 @@ class TtcliGroup(click.Group):
                 "TTCLI_DEBUG=1 to see where, and report it)",
                 1,
             ) from exc
+
+
+def _discard_stdout() -> None:
+    """Point standard output at the null device, so that flushing what is left at exit
+    does not fail a second time."""
+    null = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(null, sys.stdout.fileno())
+    except (OSError, ValueError):  # no real file descriptor (a test runner's buffer)
+        pass
+    finally:
+        os.close(null)
 
 
 def _one_line(exc: click.UsageError) -> Failure:
