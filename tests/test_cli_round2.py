@@ -5,12 +5,13 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 
-from tests.clitools import ttcli
+from tests.clitools import ORDER, ORDER_AGENT, data, dump, ttcli
 from tests.graphs import linear
 from ttcli import END, START, StateGraph
 from ttcli.savers.sqlite import SqliteSaver
@@ -88,3 +89,28 @@ def test_a_reader_that_stops_early_is_not_an_error(long_db: Path, args: list[str
         assert process.stdout.readline()
         process.stdout.close()
         assert (process.wait(), process.stderr.read()) == (0, "")
+
+
+@pytest.mark.parametrize("to_thread", ["order:123", "other"], ids=["itself", "another"])
+def test_fork_to_an_existing_thread_is_refused(db: Path, to_thread: str) -> None:
+    ttcli(db, "run", ORDER_AGENT, "-t", "other", "--input", json.dumps(ORDER))
+    before = dump(db)
+    result = ttcli(db, "fork", "latest", "-t", "order:123", "--to-thread", to_thread)
+    assert result.exit_code == 2
+    assert result.stderr == (
+        f"Error: thread '{to_thread}' already exists: --to-thread makes a new thread; "
+        "pick another id\n"
+    )
+    assert dump(db) == before
+
+
+def test_a_copy_is_active_when_it_was_made_and_keeps_the_graph(db: Path) -> None:
+    made_after = datetime.now(UTC).isoformat()
+    copied = ttcli(db, "fork", "latest", "-t", "order:123", "--to-thread", "copy", "--json")
+    assert copied.exit_code == 0
+    listed = {t["thread_id"]: t for t in data(ttcli(db, "threads", "--json"))}
+    assert listed["order:123"]["last_activity"] < made_after < listed["copy"]["last_activity"]
+    plan = ttcli(db, "prune", "--idle", made_after, "--json")
+    assert [p["thread_id"] for p in data(plan)["plan"]] == ["order:123"]
+    replayed = ttcli(db, "replay", "latest~1", "-t", "copy", "--json")  # no --graph needed
+    assert data(replayed)["graph"] == ORDER_AGENT

@@ -6,6 +6,7 @@ unless --graph names another); fork needs no graph.
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 import click
@@ -23,9 +24,9 @@ from ttcli.errors import (
     TtcliError,
 )
 from ttcli.ops import inspect, targets
-from ttcli.ops.copy import copy_lineage
 from ttcli.ops.diff import diff_values
 from ttcli.ops.fork import fork as fork_checkpoint
+from ttcli.ops.fork import fork_to_thread
 from ttcli.ops.refs import resolve
 from ttcli.runtime.commands import Command
 from ttcli.runtime.compiled import CompiledStateGraph
@@ -287,7 +288,7 @@ def _scratch_copy(saved: CheckpointTuple) -> InMemorySaver:
 def fork(env: Env, ref: str, thread: str, ns: str, to_thread: str | None) -> None:
     """Start a new branch at checkpoint REF: a `fork` checkpoint, a copy of REF, becomes the
     thread's head (the old branch stays). With --to-thread, copy REF and its ancestors into
-    another thread, recording where they came from.
+    a new thread (an existing one is refused), recording where they came from.
 
     \b
     Example:
@@ -297,7 +298,7 @@ def fork(env: Env, ref: str, thread: str, ns: str, to_thread: str | None) -> Non
     saver = env.saver()
     saved = resolve(saver, CheckpointRef(thread, ns), ref)
     if to_thread is not None:
-        made = copy_lineage(saver, saved.config, to_thread)
+        made = fork_to_thread(saver, saved, to_thread, now=datetime.now(UTC))
     else:
         made = fork_checkpoint(saver, saved)
     record = {

@@ -13,6 +13,7 @@ from typing import Any
 
 from ttcli.configs import CheckpointRef
 from ttcli.errors import ThreadNotFoundError
+from ttcli.ops.fork import last_activity
 from ttcli.savers.base import NOT_LOADED, BaseSaver, CheckpointTuple, TaskWrite
 
 _SPECIAL = frozenset({"__error__", "__interrupt__", "__resume__", "__no_writes__", "__scheduled__"})
@@ -259,7 +260,9 @@ def threads(saver: BaseSaver, prefix: str = "", *, sizes: bool = False) -> list[
                 checkpoint_ns=summary.checkpoint_ns,
                 checkpoints=summary.checkpoints,
                 last_step=int(latest.metadata.get("step", 0)),
-                last_activity=summary.latest_ts,
+                last_activity=last_activity(
+                    summary.latest_ts, saver.get_thread_info(summary.thread_id)
+                ),
                 status=status(tasks(latest, saver.get_writes(latest.config))),
                 bytes=saver.thread_bytes(ref.to_config()) if sizes else None,
             )

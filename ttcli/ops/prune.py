@@ -15,6 +15,7 @@ from datetime import datetime
 from ttcli.configs import CheckpointRef
 from ttcli.errors import StorageError
 from ttcli.ops.copy import copy_checkpoint
+from ttcli.ops.fork import last_activity
 from ttcli.savers.base import BaseSaver, CheckpointTuple, ThreadSummary
 from ttcli.uuid6 import lowest_id_at
 
@@ -102,7 +103,7 @@ def _bound(saver: BaseSaver, summary: ThreadSummary, policy: PrunePolicy) -> str
     """
     if policy.idle_since is not None:
         idle = lowest_id_at(policy.idle_since)
-        if summary.latest_id < idle:
+        if summary.latest_id < idle and _idle(saver, summary, policy.idle_since):
             return idle
     if policy.older_than is None:
         return None
@@ -114,6 +115,12 @@ def _bound(saver: BaseSaver, summary: ThreadSummary, policy: PrunePolicy) -> str
             return None
         below = min(below, newest[-1])
     return below
+
+
+def _idle(saver: BaseSaver, summary: ThreadSummary, since: datetime) -> bool:
+    """Whether a thread whose checkpoints are all older than `since` was not copied since."""
+    info = saver.get_thread_info(summary.thread_id)
+    return last_activity(summary.latest_ts, info) < since.isoformat()
 
 
 def execute_prune(
