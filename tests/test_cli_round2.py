@@ -11,7 +11,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from tests.clitools import ORDER, ORDER_AGENT, data, dump, ttcli
+from tests.clitools import ORDER, ORDER_AGENT, REVIEW, data, dump, ttcli
 from tests.graphs import linear
 from ttcli import END, START, StateGraph
 from ttcli.savers.sqlite import SqliteSaver
@@ -114,3 +114,22 @@ def test_a_copy_is_active_when_it_was_made_and_keeps_the_graph(db: Path) -> None
     assert [p["thread_id"] for p in data(plan)["plan"]] == ["order:123"]
     replayed = ttcli(db, "replay", "latest~1", "-t", "copy", "--json")  # no --graph needed
     assert data(replayed)["graph"] == ORDER_AGENT
+
+
+def test_resume_refuses_a_thread_that_waits_on_nothing(db: Path) -> None:
+    before = dump(db)
+    result = ttcli(db, "resume", "-t", "order:123", "--value", '"yes"')
+    assert (result.exit_code, result.stdout) == (2, "")
+    assert result.stderr == (
+        "Error: thread 'order:123' is not waiting on an interrupt: nothing to answer\n"
+    )
+    assert dump(db) == before
+
+
+def test_resume_takes_a_value_that_is_not_json_as_text(tmp_path: Path) -> None:
+    db = tmp_path / "review.db"
+    request = json.dumps({"request": "refund 7", "plan": "", "log": []})
+    assert ttcli(db, "run", REVIEW, "-t", "r", "--input", request).exit_code == 4
+    resumed = ttcli(db, "resume", "-t", "r", "--value", "yes", "--json")
+    assert resumed.exit_code == 0
+    assert data(resumed)["values"]["log"][1] == "reviewer said 'yes'"

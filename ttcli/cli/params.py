@@ -41,8 +41,20 @@ def assignments(items: Sequence[str], what: str) -> dict[str, Any]:
         key, sep, value = item.partition("=")
         if not sep or not key:
             raise InputError(f"invalid {what} {item!r}: use KEY=VALUE")
-        try:
-            found[key] = json.loads(value)
-        except json.JSONDecodeError:
-            found[key] = value
+        found[key] = _json_or_text(value)
     return found
+
+
+def json_or_text(text: str, what: str) -> Any:
+    """Like `json_value`, except that inline text which is not JSON is taken as a string
+    (`--value yes`)."""
+    if text == "-" or text.startswith("@"):
+        return json_value(text, what)
+    return _json_or_text(text)
+
+
+def _json_or_text(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return text

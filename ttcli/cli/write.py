@@ -13,7 +13,7 @@ import click
 
 from ttcli.cli import render
 from ttcli.cli.main import PAUSED, Env, output_options, pass_env, thread_options
-from ttcli.cli.params import assignments, json_value
+from ttcli.cli.params import assignments, json_or_text, json_value
 from ttcli.configs import CheckpointRef
 from ttcli.errors import (
     GraphRecursionError,
@@ -23,7 +23,7 @@ from ttcli.errors import (
     NotFoundError,
     TtcliError,
 )
-from ttcli.ops import inspect, targets
+from ttcli.ops import answers, inspect, targets
 from ttcli.ops.diff import diff_values
 from ttcli.ops.fork import fork as fork_checkpoint
 from ttcli.ops.fork import fork_to_thread
@@ -130,7 +130,10 @@ def _plan_lines(d: inspect.Detail) -> list[str]:
 
 @click.command()
 @thread_options
-@click.option("--value", required=True, metavar="JSON", help="The answer (JSON, @file or -).")
+@click.option(
+    "--value", required=True, metavar="JSON",
+    help="The answer: JSON (text that is not JSON is a string), @file.json or - for stdin.",
+)  # fmt: skip
 @click.option(
     "--id", "interrupt_id", metavar="INTERRUPT_ID", help="Which interrupt, when several wait."
 )
@@ -140,40 +143,19 @@ def _plan_lines(d: inspect.Detail) -> list[str]:
 def resume(
     env: Env, thread: str, ns: str, value: str, interrupt_id: str | None, target: str | None
 ) -> None:
-    """Answer the interrupt a paused thread waits on, and run on.
+    """Answer the interrupt a paused thread waits on, and run on. A thread that waits on
+    no interrupt is refused (exit 2); one stopped at a breakpoint goes on with `ttcli run
+    TARGET --thread T` without --input.
 
     \b
     Example:
-        ttcli resume --thread review:1 --value '"yes"'
+        ttcli resume --thread review:1 --value yes
         ttcli resume --thread review:1 --value '{"approved": true}' --id 6d62eb71d26c83ca
     """
-    saver = env.saver()
-    answer = json_value(value, "--value")
+    saver, ref = env.saver(), CheckpointRef(thread, ns)
+    command = answers.answer(saver, ref, json_or_text(value, "--value"), interrupt_id)
     spec = _target(saver, thread, target)
-    ref = CheckpointRef(thread, ns)
-    if interrupt_id is not None:
-        answer = {_full_interrupt_id(saver, ref, interrupt_id): answer}
-    _execute(
-        env, targets.compile_target(spec, saver), spec, Command(resume=answer), ref.to_config()
-    )
-
-
-def _full_interrupt_id(saver: BaseSaver, ref: CheckpointRef, given: str) -> str:
-    """The id of a waiting interrupt that starts with `given`."""
-    latest = resolve(saver, ref, "latest")
-    waiting: list[str] = [
-        str(i.id)
-        for t in inspect.tasks(latest, saver.get_writes(latest.config))
-        if t.waiting
-        for i in t.interrupts
-    ]
-    matches = [i for i in waiting if i.startswith(given)]
-    if len(matches) != 1:
-        raise InputError(
-            f"interrupt id {given!r} matches {len(matches)} of the interrupts thread "
-            f"'{ref.thread_id}' waits on ({', '.join(waiting) or 'none'})"
-        )
-    return matches[0]
+    _execute(env, targets.compile_target(spec, saver), spec, command, ref.to_config())
 
 
 @click.command()
