@@ -133,3 +133,63 @@ def test_resume_takes_a_value_that_is_not_json_as_text(tmp_path: Path) -> None:
     resumed = ttcli(db, "resume", "-t", "r", "--value", "yes", "--json")
     assert resumed.exit_code == 0
     assert data(resumed)["values"]["log"][1] == "reviewer said 'yes'"
+
+
+@pytest.mark.parametrize(
+    ("args", "none"),
+    [
+        (["history", "-t", "order:123"], ["--filter", "source=nothing"]),
+        (["threads"], ["--prefix", "nothing"]),
+        (["threads", "--bytes"], ["--prefix", "nothing"]),
+    ],
+    ids=["history", "threads", "threads-bytes"],
+)
+def test_csv_has_one_header_with_or_without_rows(
+    db: Path, args: list[str], none: list[str]
+) -> None:
+    full = ttcli(db, *args, "--format", "csv").stdout.splitlines()
+    empty = ttcli(db, *args, *none, "--format", "csv")
+    assert len(full) > 1 and (empty.exit_code, empty.stdout) == (0, full[0] + "\n")
+
+
+def test_csv_writes_booleans_as_json_does(db: Path) -> None:
+    plan = ttcli(db, "prune", "--older-than", "0s", "--format", "csv")
+    assert plan.stdout.splitlines()[:2] == ["field,value", "done,false"]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (
+            ["history", "-t", "order:123", "--filter", "source=nothing"],
+            "no checkpoints in thread 'order:123' match",
+        ),
+        (["threads", "--prefix", "nothing"], "no threads whose id starts with 'nothing'"),
+    ],
+    ids=["history", "threads"],
+)
+def test_an_empty_table_says_so_on_stderr(db: Path, args: list[str], message: str) -> None:
+    result = ttcli(db, *args)
+    assert (result.exit_code, result.stdout, result.stderr) == (0, "", message + "\n")
+    scripted = ttcli(db, *args, "--json")
+    assert (scripted.stdout, scripted.stderr) == ("[]\n", "")
+
+
+def test_prune_of_a_thread_that_does_not_exist_says_so(db: Path) -> None:
+    result = ttcli(db, "prune", "--older-than", "0s", "--thread", "order:124")
+    assert (result.exit_code, result.stdout) == (3, "")
+    assert result.stderr == "Error: thread 'order:124' not found: it has no checkpoints\n"
+
+
+def test_a_prune_with_nothing_to_do_asks_for_nothing_and_makes_no_archive(
+    db: Path, tmp_path: Path
+) -> None:
+    plan = ttcli(db, "prune", "--older-than", "7d")
+    assert (plan.exit_code, plan.stderr) == (0, "")
+    assert plan.stdout == "would prune 0 checkpoints in 0 threads, about 0 bytes\n"
+    done = ttcli(db, "prune", "--older-than", "7d", "--archive", str(tmp_path / "a.db"), "--yes")
+    assert (done.exit_code, done.stdout) == (
+        0,
+        "pruned 0 checkpoints in 0 threads, freed 0 bytes\n",
+    )
+    assert not (tmp_path / "a.db").exists()

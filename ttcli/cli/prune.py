@@ -21,6 +21,7 @@ from ttcli.ops.prune import (
     ThreadPlan,
     execute_prune,
     plan_prune,
+    require_thread,
 )
 from ttcli.savers.sqlite import SqliteSaver
 
@@ -80,6 +81,8 @@ def prune(
         prefix=prefix,
     )
     saver = env.saver()
+    if thread is not None:
+        require_thread(saver, thread)
     plans = plan_prune(saver, policy)
     if not yes:
         doomed = sum(p.count for p in plans)
@@ -109,7 +112,7 @@ def _delete(saver: SqliteSaver, plans: list[ThreadPlan], archive: str | None) ->
 def _execute(
     saver: SqliteSaver, plans: list[ThreadPlan], archive: str | None, progress: Progress | None
 ) -> PruneReport:
-    if archive is None:
+    if archive is None or not plans:  # nothing to archive: no archive file either
         return execute_prune(saver, plans, progress=progress)
     if Path(archive).resolve() == Path(saver.path).resolve():
         raise InputError(f"--archive {archive} is the database being pruned: archive elsewhere")

@@ -62,6 +62,8 @@ def history(
             ]
             for e in entries
         ],
+        fields=ENTRY_FIELDS,
+        empty=f"no checkpoints in thread '{thread}' match",
     )
 
 
@@ -69,6 +71,12 @@ def abbreviations(saver: BaseSaver, ref: CheckpointRef, ids: list[str | None]) -
     """Short ids that are unique in the whole thread, so that each works as a ref."""
     shown = [i for i in ids if i]
     return short_ids([*shown, *saver.neighbour_ids(ref.to_config(), shown)])
+
+
+ENTRY_FIELDS = [
+    "checkpoint_id", "parent_checkpoint_id", "step", "source", "next", "writes", "created_at",
+    "metadata",
+]  # fmt: skip
 
 
 def _entry_record(e: inspect.Entry) -> dict[str, Any]:
@@ -273,7 +281,16 @@ def threads(env: Env, prefix: str, sizes: bool) -> None:
         + (["-" if t.bytes is None else t.bytes] if sizes else [])
         for t in found
     ]
-    render.rows(env, records, columns + (["bytes"] if sizes else []), table)
+    fields = [*THREAD_FIELDS, *(["bytes"] if sizes else [])]
+    render.rows(
+        env, records, columns + (["bytes"] if sizes else []), table, fields=fields,
+        empty=f"no threads whose id starts with {prefix!r}" if prefix else "no threads",
+    )  # fmt: skip
+
+
+THREAD_FIELDS = [
+    "thread_id", "checkpoint_ns", "checkpoints", "last_step", "last_activity", "status"
+]  # fmt: skip
 
 
 @click.command()
@@ -340,6 +357,8 @@ def verify(env: Env) -> None:
             [f.thread_id, f.checkpoint_id, f.where, f.what, "yes" if f.problem else "no"]
             for f in report.findings
         ],
+        fields=FINDING_FIELDS,
+        empty="",
     )
     summary = (
         f"checked {report.checkpoints} checkpoints in {report.threads} threads: "
@@ -350,7 +369,8 @@ def verify(env: Env) -> None:
         click.get_current_context().exit(6)
 
 
+FINDING_FIELDS = ["thread_id", "checkpoint_id", "where", "what", "problem"]
+
+
 def vars_of(finding: checks.Finding) -> dict[str, Any]:
-    return {
-        k: getattr(finding, k) for k in ("thread_id", "checkpoint_id", "where", "what", "problem")
-    }
+    return {k: getattr(finding, k) for k in FINDING_FIELDS}

@@ -73,8 +73,13 @@ def rows(
     records: Sequence[Mapping[str, Any]],
     headers: Sequence[str],
     cells: Sequence[Sequence[Any]],
+    *,
+    fields: Sequence[str],
+    empty: str,
 ) -> None:
-    """A list of records: `cells` (short forms) in a table, `records` (full) otherwise."""
+    """A list of records: `cells` (short forms) under `headers` in a table, `records` (full)
+    otherwise. CSV has the header `fields` (the records' keys) even with no records, and
+    an empty table says `empty` on stderr, leaving stdout empty for scripts."""
     if env.format == "json":
         click.echo(to_json(list(records)))
     elif env.format == "jsonl":
@@ -83,14 +88,16 @@ def rows(
     elif env.format == "csv":
         buffer = io.StringIO()
         writer = csv.writer(buffer, lineterminator="\n")
-        writer.writerow(list(records[0]) if records else headers)
+        writer.writerow(fields)
         for record in records:
-            writer.writerow([_csv_cell(v) for v in record.values()])
+            writer.writerow([_csv_cell(record.get(name)) for name in fields])
         click.echo(buffer.getvalue(), nl=False)
     elif cells:
         from tabulate import tabulate  # imported here: only tables need it
 
         click.echo(tabulate(cells, headers=list(headers), disable_numparse=True))
+    elif empty:
+        click.echo(empty, err=True)
 
 
 def document(env: Env, record: Mapping[str, Any], lines: Sequence[str]) -> None:
@@ -100,12 +107,16 @@ def document(env: Env, record: Mapping[str, Any], lines: Sequence[str]) -> None:
     elif env.format == "jsonl":
         click.echo(to_json(record, indent=None))
     elif env.format == "csv":  # field,value
-        rows(env, [{"field": k, "value": v} for k, v in record.items()], [], [])
+        fields = ["field", "value"]
+        rows(env, [dict(zip(fields, item, strict=True)) for item in record.items()], [], [],
+             fields=fields, empty="")  # fmt: skip
     else:
         click.echo("\n".join(lines))
 
 
 def _csv_cell(value: Any) -> Any:
-    if value is None or isinstance(value, bool | int | float | str):
+    if isinstance(value, bool):  # as JSON writes them
+        return "true" if value else "false"
+    if value is None or isinstance(value, int | float | str):
         return value
     return to_json(value, indent=None)

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from ttcli.configs import CheckpointRef
-from ttcli.errors import StorageError
+from ttcli.errors import StorageError, ThreadNotFoundError
 from ttcli.ops.copy import copy_checkpoint
 from ttcli.ops.fork import last_activity
 from ttcli.savers.base import BaseSaver, CheckpointTuple, ThreadSummary
@@ -93,6 +93,16 @@ def plan_prune(saver: BaseSaver, policy: PrunePolicy) -> list[ThreadPlan]:
 def _threads(saver: BaseSaver, policy: PrunePolicy) -> list[ThreadSummary]:
     found = saver.list_threads(policy.thread if policy.thread is not None else policy.prefix)
     return [t for t in found if policy.thread is None or t.thread_id == policy.thread]
+
+
+def require_thread(saver: BaseSaver, thread_id: str) -> None:
+    """Check that a thread named for pruning exists: a typo must not read as "nothing to do".
+
+    Raises:
+        ThreadNotFoundError: it has no checkpoints in any namespace.
+    """
+    if not any(t.thread_id == thread_id for t in saver.list_threads(thread_id)):
+        raise ThreadNotFoundError(thread_id)
 
 
 def _bound(saver: BaseSaver, summary: ThreadSummary, policy: PrunePolicy) -> str | None:
