@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
 from datetime import UTC, datetime
@@ -193,3 +194,54 @@ def test_a_prune_with_nothing_to_do_asks_for_nothing_and_makes_no_archive(
         "pruned 0 checkpoints in 0 threads, freed 0 bytes\n",
     )
     assert not (tmp_path / "a.db").exists()
+
+
+SLOW = """
+import operator, pathlib, sys, time
+from typing import Annotated, TypedDict
+from ttcli import StateGraph, START, END
+
+class S(TypedDict):
+    log: Annotated[list, operator.add]
+
+def slow(state):
+    marker = pathlib.Path(__file__).with_name("started")
+    if not marker.exists():
+        marker.write_text("")
+        print("b started", file=sys.stderr, flush=True)
+        time.sleep(60)  # Ctrl-C comes here
+    return {"log": ["b"]}
+
+graph = StateGraph(S)
+graph.add_node("a", lambda s: {"log": ["a"]})
+graph.add_node("b", slow)
+graph.add_edge(START, "a")
+graph.add_edge("a", "b")
+graph.add_edge("b", END)
+"""
+
+
+def test_ctrl_c_during_run_exits_130_and_says_how_to_go_on(tmp_path: Path) -> None:
+    (tmp_path / "slow.py").write_text(SLOW)
+    db, target = tmp_path / "slow.db", f"{tmp_path / 'slow.py'}:graph"
+    command = [sys.executable, "-m", "ttcli", "--db", str(db), "run", target, "-t", "s"]
+    with subprocess.Popen(
+        [*command, "--input", '{"log": []}'], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True,
+    ) as process:  # fmt: skip
+        assert process.stderr is not None
+        assert process.stderr.readline() == "b started\n"
+        process.send_signal(signal.SIGINT)
+        out, err = process.communicate(timeout=30)
+    head = ttcli(db, "show", "-t", "s", "--json")
+    stopped_at = data(head)["checkpoint_id"]
+    assert (process.returncode, out) == (130, "")
+    assert err == (
+        f"Error: interrupted at {stopped_at}: `ttcli run {target} --thread s` goes on from there\n"
+    )
+    listed = data(ttcli(db, "threads", "--json"))
+    assert [(t["thread_id"], t["status"]) for t in listed] == [("s", "interrupted")]
+    went_on = ttcli(db, "run", target, "-t", "s", "--json")
+    assert data(went_on)["values"] == {"log": ["a", "b"]}
+    listed = data(ttcli(db, "threads", "--json"))
+    assert [(t["thread_id"], t["status"]) for t in listed] == [("s", "done")]

@@ -1,7 +1,8 @@
 """The `ttcli` group: global options, opening the database, and errors -> exit codes.
 
 Exit codes (README, "Exit codes"): 0 success, 1 a node raised or `diff --exit-code` found a
-difference, 2 usage error, 3 not found, 4 paused, 5 database busy, 6 unreadable data.
+difference, 2 usage error, 3 not found, 4 paused, 5 database busy, 6 unreadable data, 130
+interrupted by Ctrl-C.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ if TYPE_CHECKING:
 FORMATS = ("table", "json", "jsonl", "csv")
 
 PAUSED = 4
+INTERRUPTED = 130  # Ctrl-C, as shells report SIGINT
 EXIT_CODES: list[tuple[type[Exception], int]] = [
     (NodeError, 1),
     (InputError, 2),
@@ -113,6 +115,11 @@ class TtcliGroup(click.Group):
             raise Failure(str(exc), code) from exc
         except (click.ClickException, click.exceptions.Exit, click.Abort):
             raise
+        except KeyboardInterrupt:
+            raise Failure(
+                "interrupted: what was committed is kept; run the command again to go on",
+                INTERRUPTED,
+            ) from None
         except BrokenPipeError:
             # the reader stopped early (`| head -1`): not an error, and nothing more to say
             _discard_stdout()

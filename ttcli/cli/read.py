@@ -254,8 +254,8 @@ def _diff_lines(record: dict[str, Any], changes: list[Any], steps: dict[str, Any
 @output_options
 @pass_env
 def threads(env: Env, prefix: str, sizes: bool) -> None:
-    """List threads: checkpoints, last step, last activity, status (done, paused, failed),
-    and with --bytes the bytes each takes in the file.
+    """List threads: checkpoints, last step, last activity, status (done, paused, failed,
+    interrupted), and with --bytes the bytes each takes in the file.
 
     \b
     Example:

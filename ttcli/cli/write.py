@@ -12,7 +12,15 @@ from typing import Any
 import click
 
 from ttcli.cli import render
-from ttcli.cli.main import PAUSED, Env, output_options, pass_env, thread_options
+from ttcli.cli.main import (
+    INTERRUPTED,
+    PAUSED,
+    Env,
+    Failure,
+    output_options,
+    pass_env,
+    thread_options,
+)
 from ttcli.cli.params import assignments, json_or_text, json_value
 from ttcli.configs import CheckpointRef
 from ttcli.errors import (
@@ -310,13 +318,16 @@ def _execute(
     env: Env, graph: CompiledStateGraph, spec: str, given: Any, config: dict[str, Any], *,
     interrupt_before: list[str] | None = None, stream: bool = False,
 ) -> None:  # fmt: skip
-    """Run, print the outcome, and exit 4 if the run paused (1 is raised for a failed node)."""
+    """Run, print the outcome, and exit 4 if the run paused (1 is raised for a failed node,
+    130 for Ctrl-C)."""
     try:
         for chunk in graph.stream(
             given, config, stream_mode="updates", interrupt_before=interrupt_before or None
         ):
             if stream:
                 click.echo(render.to_json(chunk, indent=None))
+    except KeyboardInterrupt:
+        _stopped(graph, spec, config)
     except Exception as exc:
         _raise_node_error(graph, config, exc)
     state = graph.get_state({"configurable": {"thread_id": config["configurable"]["thread_id"]}})
@@ -345,6 +356,18 @@ def _outcome(spec: str, state: Any) -> tuple[dict[str, Any], list[str]]:
         lines += [f"  asks: {render.compact(i.value, 90)} (id {i.id})" for i in wait["interrupts"]]
     lines += ["values"] + [f"  {k}: {render.compact(v, 90)}" for k, v in state.values.items()]
     return record, lines
+
+
+def _stopped(graph: CompiledStateGraph, spec: str, config: dict[str, Any]) -> None:
+    """Ctrl-C: exit 130 with where the run stopped and the command that goes on from there."""
+    assert graph.checkpointer is not None
+    ref = CheckpointRef.from_config(config)
+    latest = inspect.mark_interrupted(graph.checkpointer, ref)
+    where = f"at {latest.checkpoint['id']}" if latest else "before its first checkpoint"
+    raise Failure(
+        f"interrupted {where}: `ttcli run {spec} --thread {ref.thread_id}` goes on from there",
+        INTERRUPTED,
+    )
 
 
 def _raise_node_error(graph: CompiledStateGraph, config: dict[str, Any], exc: Exception) -> None:

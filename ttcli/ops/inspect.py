@@ -240,9 +240,24 @@ class ThreadRow:
     checkpoints: int
     last_step: int
     last_activity: str
+    #: done, paused, failed, or interrupted (Ctrl-C stopped its last run)
     status: str
     #: bytes the thread takes in the file, where the saver can tell
     bytes: int | None
+
+
+#: thread info key: the checkpoint at which Ctrl-C stopped the thread's last run
+INTERRUPTED_AT = "interrupted_at"
+
+
+def mark_interrupted(saver: BaseSaver, ref: CheckpointRef) -> CheckpointTuple | None:
+    """Record that a run of the thread was stopped (Ctrl-C) at its latest checkpoint, so that
+    `threads` says `interrupted` rather than `paused` (which a person's answer ends) until
+    the thread moves on. Returns that checkpoint (None: the run stopped before the first)."""
+    latest = saver.get_tuple(ref.to_config())
+    if latest is not None:
+        saver.set_thread_info(ref.thread_id, {INTERRUPTED_AT: latest.checkpoint["id"]})
+    return latest
 
 
 def threads(saver: BaseSaver, prefix: str = "", *, sizes: bool = False) -> list[ThreadRow]:
@@ -254,16 +269,18 @@ def threads(saver: BaseSaver, prefix: str = "", *, sizes: bool = False) -> list[
         latest = saver.get_tuple(ref.to_config())
         if latest is None:
             continue  # deleted since it was listed
+        info = saver.get_thread_info(summary.thread_id)
+        found = status(tasks(latest, saver.get_writes(latest.config)))
+        if found == "paused" and info.get(INTERRUPTED_AT) == latest.checkpoint["id"]:
+            found = "interrupted"
         rows.append(
             ThreadRow(
                 thread_id=summary.thread_id,
                 checkpoint_ns=summary.checkpoint_ns,
                 checkpoints=summary.checkpoints,
                 last_step=int(latest.metadata.get("step", 0)),
-                last_activity=last_activity(
-                    summary.latest_ts, saver.get_thread_info(summary.thread_id)
-                ),
-                status=status(tasks(latest, saver.get_writes(latest.config))),
+                last_activity=last_activity(summary.latest_ts, info),
+                status=found,
                 bytes=saver.thread_bytes(ref.to_config()) if sizes else None,
             )
         )
