@@ -245,3 +245,14 @@ def test_ctrl_c_during_run_exits_130_and_says_how_to_go_on(tmp_path: Path) -> No
     assert data(went_on)["values"] == {"log": ["a", "b"]}
     listed = data(ttcli(db, "threads", "--json"))
     assert [(t["thread_id"], t["status"]) for t in listed] == [("s", "done")]
+
+
+def test_filter_writes_names_a_node(db: Path, long_db: Path) -> None:
+    by_name = data(ttcli(db, "history", "-t", "order:123", "--filter", "writes=plan", "--json"))
+    assert [(e["step"], e["writes"]) for e in by_name] == [(2, ["plan"])]
+    as_list = ttcli(db, "history", "-t", "order:123", "--filter", 'writes=["plan"]', "--json")
+    assert data(as_list) == by_name
+    paged = ttcli(long_db, "history", "-t", "long", "--filter", "writes=a", "--limit", "3")
+    assert [line.split()[4] for line in paged.stdout.splitlines()[2:]] == ["a", "a", "a"]
+    none = ttcli(db, "history", "-t", "order:123", "--filter", "writes=nobody")
+    assert (none.stdout, none.stderr) == ("", "no checkpoints in thread 'order:123' match\n")

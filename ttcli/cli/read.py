@@ -25,7 +25,8 @@ from ttcli.savers.base import BaseSaver
     "filters",
     multiple=True,
     metavar="KEY=VALUE",
-    help="Only checkpoints whose metadata KEY equals VALUE (repeatable; a.b reaches nested keys).",
+    help="Only checkpoints whose metadata KEY equals VALUE (repeatable; a.b reaches nested "
+    "keys); writes=NODE: the checkpoints NODE wrote.",
 )
 @click.option("--before", metavar="REF", help="Only checkpoints older than REF.")
 @click.option("--limit", type=click.IntRange(min=1), metavar="N", help="At most N checkpoints.")
@@ -39,6 +40,7 @@ def history(
     \b
     Example:
         ttcli history --thread order:123 --filter source=loop --limit 5
+        ttcli history --thread order:123 --filter writes=plan
     """
     saver, ref = env.saver(), CheckpointRef(thread, ns)
     older = resolve(saver, ref, before) if before else None

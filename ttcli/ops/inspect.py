@@ -7,7 +7,7 @@ nodes are due next, and its pending writes say what each task did.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -181,17 +181,48 @@ def history(
     before: CheckpointTuple | None = None,
     limit: int | None = None,
 ) -> list[Entry]:
-    """Newest first, without reading any stored value.
+    """Newest first, without reading any stored value. A filter `writes=NODE` (a name, not
+    a list) matches the checkpoints NODE wrote, alone or with other nodes.
 
     Raises:
         ThreadNotFoundError: the thread has no checkpoints.
     """
-    found = saver.list_metadata(
-        ref.to_config(), filter=filter, before=before.config if before else None, limit=limit
-    )
+    wanted = dict(filter or {})
+    node = wanted.pop("writes") if isinstance(wanted.get("writes"), str) else None
+    found = select(
+        saver.list_metadata, ref, wanted, before, limit,
+        None if node is None else lambda saved: node in (saved.metadata.get("writes") or {}),
+    )  # fmt: skip
     if not found and saver.get_tuple(ref.to_config()) is None:
         raise ThreadNotFoundError(ref.thread_id)
     return [entry(_with_triggers(saver, saved)) for saved in found]
+
+
+Lister = Callable[..., Iterable[CheckpointTuple]]
+PAGE = 200  # checkpoints read at a time when a condition the saver cannot test is checked
+
+
+def select(
+    lister: Lister,
+    ref: CheckpointRef,
+    filter: Mapping[str, Any],  # noqa: A002
+    before: CheckpointTuple | None,
+    limit: int | None,
+    keep: Callable[[CheckpointTuple], bool] | None,
+) -> list[CheckpointTuple]:
+    """What `lister` (a saver's `list` or `list_metadata`) finds, newest first, narrowed by
+    `keep`: page by page, so that `limit` matches end the reading early."""
+    cursor = before.config if before else None
+    if keep is None:
+        return list(lister(ref.to_config(), filter=filter, before=cursor, limit=limit))
+    found: list[CheckpointTuple] = []
+    while limit is None or len(found) < limit:
+        page = list(lister(ref.to_config(), filter=filter, before=cursor, limit=PAGE))
+        found += [saved for saved in page if keep(saved)]
+        if len(page) < PAGE:
+            break
+        cursor = page[-1].config
+    return found[:limit]
 
 
 def _with_triggers(saver: BaseSaver, saved: CheckpointTuple) -> CheckpointTuple:
