@@ -187,7 +187,7 @@ BAD = [
     Bad("filter-without-value", cli("history", "-t", "order:123", "--filter", "nokey"), 2,
         r"invalid --filter 'nokey': use KEY=VALUE"),
     Bad("unknown-as-node", cli("update", "-t", "order:123", "--as-node", "nope", "--set", "tool=1"), 2,
-        r"Node nope does not exist"),
+        r"--as-node 'nope' is not a node of the graph; its nodes are: __start__, understand, plan, call_tool, respond"),
     Bad("set-unknown-key", cli("update", "-t", "order:123", "--as-node", "plan", "--set", "nokey=1"), 2,
         rf"--set names 'nokey', not a key of the graph's state {KEYS}"),
     Bad("set-without-equals", cli("update", "-t", "order:123", "--as-node", "plan", "--set", "tool"), 2,

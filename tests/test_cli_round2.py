@@ -11,10 +11,12 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from click.testing import CliRunner
 
 from tests.clitools import ORDER, ORDER_AGENT, REVIEW, data, dump, ttcli
 from tests.graphs import linear
 from ttcli import END, START, StateGraph
+from ttcli.cli import cli
 from ttcli.savers.sqlite import SqliteSaver
 
 FAN_OUT = "import ttcli\nfrom tests.graphs import map_reduce\ngraph = map_reduce(ttcli)\n"
@@ -256,3 +258,62 @@ def test_filter_writes_names_a_node(db: Path, long_db: Path) -> None:
     assert [line.split()[4] for line in paged.stdout.splitlines()[2:]] == ["a", "a", "a"]
     none = ttcli(db, "history", "-t", "order:123", "--filter", "writes=nobody")
     assert (none.stdout, none.stderr) == ("", "no checkpoints in thread 'order:123' match\n")
+
+
+def test_run_on_a_new_thread_without_input_says_to_give_it(db: Path) -> None:
+    result = ttcli(db, "run", ORDER_AGENT, "-t", "order:124")
+    assert (result.exit_code, result.stdout) == (2, "")
+    assert result.stderr == "Error: thread 'order:124' is new: give --input JSON\n"
+
+
+@pytest.mark.parametrize(
+    ("source", "name", "message"),
+    [
+        (
+            "x = (\n",
+            "graph",
+            "graph TARGET '{target}': syntax error in {file}, line 1: '(' was never closed",
+        ),
+        (
+            "from typing import TypedDict\nclass S(TypedDict):\n    x: int\n",
+            "S",
+            "graph TARGET '{target}' is a state schema (a TypedDict), not a graph: name the "
+            "StateGraph built on it, the compiled graph, or a function returning one",
+        ),
+        (
+            "from langgraph.graph import StateGraph\nfrom typing import TypedDict\n"
+            "class S(TypedDict):\n    x: int\ngraph = StateGraph(S)\n",
+            "graph",
+            "graph TARGET '{target}' is a LangGraph StateGraph: ttcli runs it with the LangGraph "
+            "extra (pip install 'ttcli[langgraph]'), or port it by importing from ttcli",
+        ),
+    ],
+    ids=["syntax-error", "state-schema", "langgraph-graph"],
+)
+def test_a_target_that_is_not_a_ttcli_graph_says_what_it_is(
+    db: Path, tmp_path: Path, source: str, name: str, message: str
+) -> None:
+    (tmp_path / "bad.py").write_text(source)
+    target = f"{tmp_path / 'bad.py'}:{name}"
+    result = ttcli(db, "run", target, "-t", "t", "--input", "{}")
+    assert (result.exit_code, result.stdout) == (2, "")
+    expected = message.format(target=target, file=tmp_path / "bad.py")
+    assert result.stderr == f"Error: {expected}\n"
+
+
+def test_a_target_that_needs_langgraph_names_the_extra(db: Path, tmp_path: Path) -> None:
+    (tmp_path / "lg.py").write_text("import langgraph.not_installed\n")
+    target = f"{tmp_path / 'lg.py'}:graph"
+    result = ttcli(db, "run", target, "-t", "t", "--input", "{}")
+    assert (result.exit_code, result.stdout) == (3, "")
+    assert result.stderr == (
+        f"Error: graph TARGET '{target}' imports langgraph.not_installed, which is not "
+        "installed: a LangGraph graph runs with the LangGraph extra "
+        "(pip install 'ttcli[langgraph]')\n"
+    )
+
+
+def test_ttcli_alone_prints_the_help() -> None:
+    alone = CliRunner().invoke(cli, [])
+    assert (alone.exit_code, alone.stderr) == (0, "")
+    assert alone.stdout == CliRunner().invoke(cli, ["--help"]).stdout

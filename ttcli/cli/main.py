@@ -96,6 +96,12 @@ class TtcliGroup(click.Group):
         assert isinstance(found, click.Command)
         return found
 
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if not args:  # `ttcli` alone: the help, not a usage error
+            click.echo(ctx.get_help())
+            ctx.exit(0)
+        return super().parse_args(ctx, args)
+
     def make_context(
         self, info_name: str | None, args: list[str], parent: click.Context | None = None,
         **extra: Any,

@@ -81,10 +81,11 @@ def run(
     if resume is not None:
         given = Command(resume=json_value(resume, "--resume"))
     graph = targets.compile_target(target, InMemorySaver())
-    if input_ is not None:
-        _check_state_keys(graph, given, "--input")
-    saver = env.saver(create=True)
-    ref = CheckpointRef(thread, ns)
+    targets.require_nodes(graph, interrupt_before, "--interrupt-before")
+    _check_state_keys(graph, given if input_ is not None else None, "--input")
+    saver, ref = env.saver(create=True), CheckpointRef(thread, ns)
+    if given is None and from_ref is None and saver.get_tuple(ref.to_config()) is None:
+        raise InputError(f"thread '{thread}' is new: give --input JSON")
     at = resolve(saver, ref, from_ref).config if from_ref else ref.to_config()
     graph.checkpointer = saver
     saver.set_thread_info(thread, {"target": targets.normalise(target)})
@@ -214,6 +215,7 @@ def update(
     store = _scratch_copy(saved) if dry_run else saver
     spec = _target(saver, thread, target)
     graph = targets.compile_target(spec, store)
+    targets.require_nodes(graph, [as_node], "--as-node")
     _check_state_keys(graph, written, "--set" if sets else "--values")
     after = graph.get_state(graph.update_state(saved.config, written, as_node=as_node))
     render.document(env, *_update_report(spec, saved, after, dry_run))

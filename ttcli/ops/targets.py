@@ -10,11 +10,13 @@ import importlib
 import importlib.util
 import os
 import sys
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, is_typeddict
 
-from ttcli.errors import TargetNotFoundError
+from ttcli.errors import InputError, TargetNotFoundError
 from ttcli.graph.builder import StateGraph
+from ttcli.graph.constants import END
 from ttcli.runtime.compiled import CompiledStateGraph
 from ttcli.savers.base import BaseSaver
 
@@ -32,8 +34,10 @@ def compile_target(spec: str, saver: BaseSaver) -> CompiledStateGraph:
 
     Raises:
         TargetNotFoundError: it does not import, or names no graph.
+        InputError: it names a state schema or a LangGraph graph, or has a syntax error.
     """
     found = _load(spec)
+    _refuse_lookalikes(spec, found)
     if callable(found) and not isinstance(found, StateGraph | CompiledStateGraph):
         try:
             found = found()
@@ -55,6 +59,37 @@ def compile_target(spec: str, saver: BaseSaver) -> CompiledStateGraph:
     )
 
 
+LANGGRAPH_EXTRA = "pip install 'ttcli[langgraph]'"
+
+
+def require_nodes(graph: CompiledStateGraph, names: Iterable[str], what: str) -> None:
+    """Check that each name is a node of `graph` (END counts for --as-node).
+
+    Raises:
+        InputError: one is not, listing the graph's nodes.
+    """
+    for name in names:
+        if name not in graph.nodes and name != END:
+            raise InputError(
+                f"{what} {name!r} is not a node of the graph; its nodes are: "
+                + ", ".join(graph.nodes)
+            )
+
+
+def _refuse_lookalikes(spec: str, found: Any) -> None:
+    """Things often named by mistake, each with what to name instead."""
+    if isinstance(found, type) and is_typeddict(found):
+        raise InputError(
+            f"graph TARGET '{spec}' is a state schema (a TypedDict), not a graph: name the "
+            "StateGraph built on it, the compiled graph, or a function returning one"
+        )
+    if type(found).__module__.split(".")[0] == "langgraph":
+        raise InputError(
+            f"graph TARGET '{spec}' is a LangGraph {type(found).__name__}: ttcli runs it "
+            f"with the LangGraph extra ({LANGGRAPH_EXTRA}), or port it by importing from ttcli"
+        )
+
+
 def _load(spec: str) -> Any:
     module_name, _, attr = spec.rpartition(":")
     if not module_name or not attr:
@@ -70,6 +105,19 @@ def _load(spec: str) -> Any:
         raise
     except AttributeError:
         raise TargetNotFoundError(f"graph TARGET '{spec}': {module_name} has no {attr!r}") from None
+    except SyntaxError as exc:  # the file is there: a mistake in it is not "not found"
+        raise InputError(
+            f"graph TARGET '{spec}': syntax error in {exc.filename}, line {exc.lineno}: {exc.msg}"
+        ) from None
+    except ModuleNotFoundError as exc:
+        if (exc.name or "").split(".")[0] not in ("langgraph", "langchain_core"):
+            raise TargetNotFoundError(
+                f"graph TARGET '{spec}' does not import: {type(exc).__name__}: {exc}"
+            ) from exc
+        raise TargetNotFoundError(
+            f"graph TARGET '{spec}' imports {exc.name}, which is not installed: a LangGraph "
+            f"graph runs with the LangGraph extra ({LANGGRAPH_EXTRA})"
+        ) from None
     except Exception as exc:  # whatever the module raises while importing
         raise TargetNotFoundError(
             f"graph TARGET '{spec}' does not import: {type(exc).__name__}: {exc}"
