@@ -317,3 +317,42 @@ def test_ttcli_alone_prints_the_help() -> None:
     alone = CliRunner().invoke(cli, [])
     assert (alone.exit_code, alone.stderr) == (0, "")
     assert alone.stdout == CliRunner().invoke(cli, ["--help"]).stdout
+
+
+def test_history_and_show_give_writes_one_shape(db: Path) -> None:
+    listed = data(ttcli(db, "history", "-t", "order:123", "--json"))[2]
+    shown = data(ttcli(db, "show", "latest~2", "-t", "order:123", "--json"))
+    assert {k: shown[k] for k in listed} == listed
+    assert (shown["writes"], list(shown["returned"])) == (["plan"], ["plan"])
+
+
+def test_show_lists_values_in_the_order_of_the_state(db: Path) -> None:
+    table = ttcli(db, "show", "latest~2", "-t", "order:123").stdout.splitlines()
+    values = table[table.index("values") + 1 : table.index("tasks       ")]
+    assert [line.split(":")[0].strip() for line in values] == [
+        "request", "order_id", "tool", "tool_result", "log"
+    ]  # fmt: skip
+    shown = data(ttcli(db, "show", "latest~2", "-t", "order:123", "--json"))
+    assert list(shown["values"]) == ["request", "order_id", "tool", "tool_result", "log"]
+
+
+def test_replay_plan_promises_a_fork_only_when_it_makes_one(db: Path) -> None:
+    past = data(ttcli(db, "replay", "latest~2", "-t", "order:123", "--plan", "--json"))
+    assert (past["fork"], past["runs"]) == (True, ["call_tool"])
+    fix = ["--as-node", "plan", "--set", "tool=refund_order", "--at", "latest~2", "--json"]
+    head = data(ttcli(db, "update", "-t", "order:123", *fix))["checkpoint_id"]
+    plan = ttcli(db, "replay", "latest", "-t", "order:123", "--plan")
+    assert plan.stdout.splitlines()[0] == (
+        f"replay from {head} (step 3): the thread's head, an update: no fork, runs call_tool"
+    )
+    done = data(ttcli(db, "replay", "latest", "-t", "order:123", "--json"))
+    history = data(ttcli(db, "history", "-t", "order:123", "--json"))
+    assert "fork" not in [e["source"] for e in history] and done["status"] == "done"
+
+
+def test_diff_exit_code_counts_only_what_it_prints(db: Path) -> None:
+    same = ttcli(db, "diff", "latest", "latest", "-t", "order:123", "--exit-code")
+    assert (same.exit_code, same.stdout.splitlines()[2:]) == (0, ["values: no difference"])
+    steps = ttcli(db, "diff", "latest~1", "latest", "-t", "order:123", "--exit-code")
+    assert steps.exit_code == 1
+    assert steps.stdout.splitlines()[-2:] == ["next: respond -> -", "writes: call_tool -> respond"]

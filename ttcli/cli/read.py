@@ -132,7 +132,7 @@ def _detail_record(d: inspect.Detail) -> dict[str, Any]:
         "checkpoint_ns": d.checkpoint_ns,
         "children": d.children,
         "values": d.values,
-        "writes": d.writes,
+        "returned": d.writes,
         "tasks": [
             {
                 "id": t.id or None,
@@ -194,7 +194,8 @@ def _detail_lines(d: inspect.Detail) -> list[str]:
 @click.option(
     "--exit-code",
     is_flag=True,
-    help="Exit 1 if the checkpoints differ (like git diff --exit-code).",
+    help="Exit 1 if the checkpoints differ (like git diff --exit-code): in their values, "
+    "their next nodes or their writes, each of which it prints.",
 )
 @output_options
 @pass_env

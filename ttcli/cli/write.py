@@ -88,7 +88,7 @@ def run(
         raise InputError(f"thread '{thread}' is new: give --input JSON")
     at = resolve(saver, ref, from_ref).config if from_ref else ref.to_config()
     graph.checkpointer = saver
-    saver.set_thread_info(thread, {"target": targets.normalise(target)})
+    targets.record(saver, thread, target, graph)
     _execute(env, graph, target, given, at, interrupt_before=list(interrupt_before), stream=stream)
 
 
@@ -112,27 +112,25 @@ def replay(env: Env, ref: str, thread: str, ns: str, plan: bool, target: str | N
     saver = env.saver()
     saved = resolve(saver, CheckpointRef(thread, ns), ref)
     if plan:
-        detail = inspect.describe(saver, saved)
-        render.document(env, _plan_record(detail), _plan_lines(detail))
+        forks = inspect.replay_forks(saver, saved)
+        render.document(env, *_plan_report(inspect.describe(saver, saved), forks))
         return
     spec = _target(saver, thread, target)
     _execute(env, targets.compile_target(spec, saver), spec, None, saved.config)
 
 
-def _plan_record(d: inspect.Detail) -> dict[str, Any]:
-    asked = [i for t in d.tasks for i in t.interrupts]
-    return {
+def _plan_report(d: inspect.Detail, forks: bool) -> tuple[dict[str, Any], list[str]]:
+    record = {
         "from": d.entry.checkpoint_id,
         "step": d.entry.step,
+        "fork": forks,
         "runs": list(d.entry.next),
-        "asks_again": asked,
+        "asks_again": [i for t in d.tasks for i in t.interrupts],
     }
-
-
-def _plan_lines(d: inspect.Detail) -> list[str]:
     runs = ", ".join(d.entry.next) or "nothing (the checkpoint is final)"
-    return [
-        f"replay from {d.entry.checkpoint_id} (step {d.entry.step}): a fork, then {runs}",
+    how = "a fork, then" if forks else f"the thread's head, an {d.entry.source}: no fork, runs"
+    return record, [
+        f"replay from {d.entry.checkpoint_id} (step {d.entry.step}): {how} {runs}",
         "nodes run again: their side effects (tool calls, messages, writes) happen again",
     ]
 

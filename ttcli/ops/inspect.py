@@ -248,6 +248,26 @@ class Detail:
     children: list[str]
 
 
+#: thread info key: the graph's state keys in the order its schema declares them
+STATE_KEYS = "state_keys"
+
+
+def in_state_order(values: Mapping[str, Any], keys: Iterable[str]) -> dict[str, Any]:
+    """`values` in the order of the state's keys (as `ttcli run` recorded them), any others
+    after them in stored order."""
+    ordered = {key: values[key] for key in keys if key in values}
+    return ordered | {k: v for k, v in values.items() if k not in ordered}
+
+
+def replay_forks(saver: BaseSaver, saved: CheckpointTuple) -> bool:
+    """Whether replaying `saved` writes a fork first: always, except for an `update` or
+    `fork` checkpoint that is its thread's head, which runs on as it is (as in LangGraph)."""
+    if saved.metadata.get("source") not in ("update", "fork"):
+        return True
+    latest = saver.get_tuple(CheckpointRef.from_config(saved.config).at(None).to_config())
+    return latest is None or latest.checkpoint["id"] != saved.checkpoint["id"]
+
+
 def describe(saver: BaseSaver, saved: CheckpointTuple) -> Detail:
     ref = CheckpointRef.from_config(saved.config)
     writes = saved.metadata.get("writes")
@@ -255,7 +275,10 @@ def describe(saver: BaseSaver, saved: CheckpointTuple) -> Detail:
         entry=entry(saved),
         thread_id=ref.thread_id,
         checkpoint_ns=ref.checkpoint_ns,
-        values=state_values(saved.checkpoint["channel_values"]),
+        values=in_state_order(
+            state_values(saved.checkpoint["channel_values"]),
+            saver.get_thread_info(ref.thread_id).get(STATE_KEYS) or (),
+        ),
         writes=dict(writes) if isinstance(writes, Mapping) else None,
         tasks=tasks(saved, saver.get_writes(saved.config)),
         children=saver.child_ids(saved.config),

@@ -29,6 +29,14 @@ def normalise(spec: str) -> str:
     return spec
 
 
+def record(saver: BaseSaver, thread_id: str, spec: str, graph: CompiledStateGraph) -> None:
+    """Remember the graph with the thread, for the commands that run it again, and its state
+    keys, so that commands that never load a graph can show values in the state's order."""
+    saver.set_thread_info(
+        thread_id, {"target": normalise(spec), "state_keys": list(graph.plan.state_keys)}
+    )
+
+
 def compile_target(spec: str, saver: BaseSaver) -> CompiledStateGraph:
     """Load `spec` and compile it with `saver` (keeping a compiled graph's breakpoints).
 
