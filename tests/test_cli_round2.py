@@ -13,7 +13,7 @@ from types import SimpleNamespace
 import pytest
 from click.testing import CliRunner
 
-from tests.clitools import ORDER, ORDER_AGENT, REVIEW, data, dump, ttcli
+from tests.clitools import ORDER, ORDER_AGENT, REVIEW, ROOT, data, dump, ttcli
 from tests.graphs import linear
 from ttcli import END, START, StateGraph
 from ttcli.cli import cli
@@ -356,3 +356,23 @@ def test_diff_exit_code_counts_only_what_it_prints(db: Path) -> None:
     steps = ttcli(db, "diff", "latest~1", "latest", "-t", "order:123", "--exit-code")
     assert steps.exit_code == 1
     assert steps.stdout.splitlines()[-2:] == ["next: respond -> -", "writes: call_tool -> respond"]
+
+
+def test_a_database_moved_with_its_graph_still_replays(tmp_path: Path) -> None:
+    first = tmp_path / "first"
+    first.mkdir()
+    (first / "agent.py").write_text((ROOT / "fixtures" / "order_agent.py").read_text())
+    ran = ttcli(
+        first / "ci.db", "run", f"{first}/agent.py:graph", "-t", "o", "--input", json.dumps(ORDER)
+    )
+    assert ran.exit_code == 0
+    moved = first.rename(tmp_path / "moved")
+    replayed = ttcli(moved / "ci.db", "replay", "latest~2", "-t", "o", "--json")
+    assert (replayed.exit_code, data(replayed)["graph"]) == (0, "agent.py:graph")
+    (moved / "agent.py").unlink()
+    gone = ttcli(moved / "ci.db", "replay", "latest~2", "-t", "o")
+    assert (gone.exit_code, gone.stdout) == (3, "")
+    assert gone.stderr == (
+        f"Error: graph TARGET file {moved / 'agent.py'}, recorded with thread 'o', does not "
+        "exist: pass --graph TARGET\n"
+    )

@@ -177,6 +177,11 @@ class Env:
         if value:
             self.format = "json"
 
+    @property
+    def folder(self) -> Path:
+        """The database's folder: graph TARGETs beneath it are recorded relative to it."""
+        return Path(self.db).resolve().parent
+
     def saver(self, *, create: bool = False) -> SqliteSaver:
         """The database, opened once; only commands that write may create it."""
         if self._saver is None:

@@ -28,7 +28,6 @@ from ttcli.errors import (
     InputError,
     InvalidUpdateError,
     NodeError,
-    NotFoundError,
     TtcliError,
 )
 from ttcli.ops import answers, inspect, targets
@@ -38,7 +37,7 @@ from ttcli.ops.fork import fork_to_thread
 from ttcli.ops.refs import resolve
 from ttcli.runtime.commands import Command
 from ttcli.runtime.compiled import CompiledStateGraph
-from ttcli.savers.base import BaseSaver, CheckpointTuple
+from ttcli.savers.base import CheckpointTuple
 from ttcli.savers.memory import InMemorySaver
 
 graph_option = click.option(
@@ -88,7 +87,7 @@ def run(
         raise InputError(f"thread '{thread}' is new: give --input JSON")
     at = resolve(saver, ref, from_ref).config if from_ref else ref.to_config()
     graph.checkpointer = saver
-    targets.record(saver, thread, target, graph)
+    targets.record(saver, thread, target, graph, env.folder)
     _execute(env, graph, target, given, at, interrupt_before=list(interrupt_before), stream=stream)
 
 
@@ -115,8 +114,8 @@ def replay(env: Env, ref: str, thread: str, ns: str, plan: bool, target: str | N
         forks = inspect.replay_forks(saver, saved)
         render.document(env, *_plan_report(inspect.describe(saver, saved), forks))
         return
-    spec = _target(saver, thread, target)
-    _execute(env, targets.compile_target(spec, saver), spec, None, saved.config)
+    spec, graph = targets.for_thread(saver, thread, target, env.folder, saver)
+    _execute(env, graph, spec, None, saved.config)
 
 
 def _plan_report(d: inspect.Detail, forks: bool) -> tuple[dict[str, Any], list[str]]:
@@ -161,8 +160,8 @@ def resume(
     """
     saver, ref = env.saver(), CheckpointRef(thread, ns)
     command = answers.answer(saver, ref, json_or_text(value, "--value"), interrupt_id)
-    spec = _target(saver, thread, target)
-    _execute(env, targets.compile_target(spec, saver), spec, command, ref.to_config())
+    spec, graph = targets.for_thread(saver, thread, target, env.folder, saver)
+    _execute(env, graph, spec, command, ref.to_config())
 
 
 @click.command()
@@ -211,8 +210,7 @@ def update(
     saver = env.saver()
     saved = resolve(saver, CheckpointRef(thread, ns), at_ref)
     store = _scratch_copy(saved) if dry_run else saver
-    spec = _target(saver, thread, target)
-    graph = targets.compile_target(spec, store)
+    spec, graph = targets.for_thread(saver, thread, target, env.folder, store)
     targets.require_nodes(graph, [as_node], "--as-node")
     _check_state_keys(graph, written, "--set" if sets else "--values")
     after = graph.get_state(graph.update_state(saved.config, written, as_node=as_node))
@@ -301,17 +299,6 @@ def fork(env: Env, ref: str, thread: str, ns: str, to_thread: str | None) -> Non
     else:
         line = f"{to_thread}: a copy of {record['from']} and its ancestors"
     render.document(env, record, [line])
-
-
-def _target(saver: BaseSaver, thread: str, given: str | None) -> str:
-    """--graph if given, else the graph `ttcli run` recorded with the thread (shown in the
-    output: a file could name any module)."""
-    if given is not None:
-        return given
-    recorded = saver.get_thread_info(thread).get("target")
-    if recorded is None:
-        raise NotFoundError(f"thread '{thread}' has no graph recorded: pass --graph TARGET")
-    return str(recorded)
 
 
 def _execute(

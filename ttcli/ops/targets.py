@@ -14,27 +14,61 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, is_typeddict
 
-from ttcli.errors import InputError, TargetNotFoundError
+from ttcli.errors import InputError, NotFoundError, TargetNotFoundError
 from ttcli.graph.builder import StateGraph
 from ttcli.graph.constants import END
 from ttcli.runtime.compiled import CompiledStateGraph
 from ttcli.savers.base import BaseSaver
 
 
-def normalise(spec: str) -> str:
-    """The TARGET as it is recorded with a thread: file paths made absolute."""
+def normalise(spec: str, folder: Path) -> str:
+    """The TARGET as it is recorded with a thread: a file path relative to `folder` (the
+    database's) when it lies beneath it, so that the two can move together (a golden database
+    in CI), and absolute otherwise."""
     module, _, attr = spec.rpartition(":")
-    if _is_file(module):
-        return f"{Path(module).resolve()}:{attr}"
-    return spec
+    if not _is_file(module):
+        return spec
+    path = Path(module).resolve()
+    if path.is_relative_to(folder.resolve()):
+        return f"{path.relative_to(folder.resolve()).as_posix()}:{attr}"
+    return f"{path}:{attr}"
 
 
-def record(saver: BaseSaver, thread_id: str, spec: str, graph: CompiledStateGraph) -> None:
+def record(
+    saver: BaseSaver, thread_id: str, spec: str, graph: CompiledStateGraph, folder: Path
+) -> None:
     """Remember the graph with the thread, for the commands that run it again, and its state
     keys, so that commands that never load a graph can show values in the state's order."""
     saver.set_thread_info(
-        thread_id, {"target": normalise(spec), "state_keys": list(graph.plan.state_keys)}
+        thread_id, {"target": normalise(spec, folder), "state_keys": list(graph.plan.state_keys)}
     )
+
+
+def for_thread(
+    saver: BaseSaver, thread_id: str, given: str | None, folder: Path, store: BaseSaver
+) -> tuple[str, CompiledStateGraph]:
+    """The graph to run a thread with, compiled with `store`, and its TARGET as shown: `given`
+    (from --graph), else the one recorded with the thread (a file path relative to `folder`).
+
+    Raises:
+        NotFoundError: nothing recorded; TargetNotFoundError: the recorded file is gone.
+    """
+    if given is not None:
+        return given, compile_target(given, store)
+    recorded = saver.get_thread_info(thread_id).get("target")
+    if recorded is None:
+        raise NotFoundError(f"thread '{thread_id}' has no graph recorded: pass --graph TARGET")
+    spec = str(recorded)
+    module, _, attr = spec.rpartition(":")
+    if _is_file(module):
+        path = folder / module
+        if not path.is_file():
+            raise TargetNotFoundError(
+                f"graph TARGET file {path}, recorded with thread '{thread_id}', does not "
+                "exist: pass --graph TARGET"
+            )
+        return spec, compile_target(f"{path}:{attr}", store)
+    return spec, compile_target(spec, store)
 
 
 def compile_target(spec: str, saver: BaseSaver) -> CompiledStateGraph:
