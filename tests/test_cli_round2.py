@@ -376,3 +376,91 @@ def test_a_database_moved_with_its_graph_still_replays(tmp_path: Path) -> None:
         f"Error: graph TARGET file {moved / 'agent.py'}, recorded with thread 'o', does not "
         "exist: pass --graph TARGET\n"
     )
+
+
+ODD = """
+from typing import Any, TypedDict
+from ttcli import StateGraph, START
+
+class S(TypedDict):
+    note: str
+    odd: Any
+
+graph = StateGraph(S)
+graph.add_node("a", lambda s: {"odd": {1: "int", "1": "text", "x": float("nan")}})
+graph.add_edge(START, "a")
+"""
+
+
+@pytest.fixture
+def odd_db(tmp_path: Path) -> Path:
+    """Thread t\\x1b[2J (an escape sequence in its id) whose state holds a control character,
+    NaN and the keys 1 and "1"."""
+    (tmp_path / "odd.py").write_text(ODD)
+    path = tmp_path / "odd.db"
+    given = json.dumps({"note": "\x1b]0;owned\x07 \u202eevil"})
+    ran = ttcli(path, "run", f"{tmp_path / 'odd.py'}:graph", "-t", "t\x1b[2J", "--input", given)
+    assert ran.exit_code == 0, ran.stderr
+    return path
+
+
+def test_tables_escape_control_characters(odd_db: Path) -> None:
+    listed = ttcli(odd_db, "threads").stdout.splitlines()
+    assert listed[2].startswith("t\\x1b[2J  ")
+    shown = ttcli(odd_db, "show", "-t", "t\x1b[2J").stdout
+    assert "thread      t\\x1b[2J\n" in shown
+    assert '  note: "\\u001b]0;owned\\u0007 \\u202eevil"\n' in shown
+    assert "\x1b" not in shown and "\u202e" not in shown
+    tree = ttcli(odd_db, "tree", "-t", "t\x1b[2J").stdout
+    assert "\x1b" not in tree
+
+
+def test_show_json_is_valid_and_keeps_every_key(odd_db: Path) -> None:
+    shown = ttcli(odd_db, "show", "-t", "t\x1b[2J", "--json")
+
+    def refuse(constant: str) -> None:
+        raise AssertionError(f"invalid JSON: {constant}")
+
+    odd = json.loads(shown.stdout, parse_constant=refuse)["values"]["odd"]
+    assert odd == {"$map": [[1, "int"], ["1", "text"], ["x", {"$float": "NaN"}]]}
+
+
+def test_a_deeply_nested_value_shows(db: Path) -> None:
+    deep: object = 0
+    for _ in range(600):
+        deep = [deep]
+    given = json.dumps({**ORDER, "order_id": deep})
+    assert ttcli(db, "run", ORDER_AGENT, "-t", "deep", "--input", given).exit_code == 0
+    shown = ttcli(db, "show", "latest~4", "-t", "deep", "--json")
+    assert (shown.exit_code, json.loads(shown.stdout)["values"]["order_id"]) == (0, deep)
+    table = ttcli(db, "show", "latest~4", "-t", "deep")
+    assert (table.exit_code, table.stderr) == (0, "")
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "message"),
+    [
+        (["threads", "--prefix", "\U0010ffff"], 0, "no threads whose id starts with '\\U0010ffff'"),
+        (
+            ["prune", "--older-than", "99999999999d"],
+            2,
+            "Error: invalid duration '99999999999d': it reaches back before the year 1",
+        ),
+        (
+            ["history", "-t", b"\xff".decode("utf-8", "surrogateescape")],
+            2,
+            "Error: argument '\\xff' is not valid UTF-8 text",
+        ),
+        (
+            ["run", ORDER_AGENT, "-t", "s", "--input", '{"request": "a\\udcffb", "log": []}'],
+            2,
+            "Error: --input holds text that is not valid Unicode (\\udcff)",
+        ),
+    ],
+    ids=["last-code-point", "huge-duration", "not-utf-8", "lone-surrogate"],
+)
+def test_hostile_arguments_get_one_line(db: Path, args: list[str], code: int, message: str) -> None:
+    before = dump(db)
+    result = ttcli(db, *args)
+    assert (result.exit_code, result.stdout, result.stderr) == (code, "", message + "\n")
+    assert dump(db) == before

@@ -38,6 +38,7 @@ FORMATS = ("table", "json", "jsonl", "csv")
 
 PAUSED = 4
 INTERRUPTED = 130  # Ctrl-C, as shells report SIGINT
+RECURSION_LIMIT = 10_000
 EXIT_CODES: list[tuple[type[Exception], int]] = [
     (NodeError, 1),
     (InputError, 2),
@@ -106,6 +107,12 @@ class TtcliGroup(click.Group):
         self, info_name: str | None, args: list[str], parent: click.Context | None = None,
         **extra: Any,
     ) -> click.Context:  # fmt: skip
+        for arg in args:
+            try:
+                arg.encode("utf-8")
+            except UnicodeEncodeError:  # bytes that are not UTF-8 arrive as lone surrogates
+                given = arg.encode("utf-8", "surrogateescape").decode("ascii", "backslashreplace")
+                raise Failure(f"argument '{given}' is not valid UTF-8 text", 2) from None
         try:
             return super().make_context(info_name, args, parent, **extra)
         except click.UsageError as exc:
@@ -125,6 +132,12 @@ class TtcliGroup(click.Group):
             raise Failure(
                 "interrupted: what was committed is kept; run the command again to go on",
                 INTERRUPTED,
+            ) from None
+        except RecursionError:
+            raise Failure(
+                "a value is nested too deeply to print (more than about "
+                f"{RECURSION_LIMIT // 2} levels); --channel shows one key at a time",
+                6,
             ) from None
         except BrokenPipeError:
             # the reader stopped early (`| head -1`): not an error, and nothing more to say
@@ -256,6 +269,9 @@ def cli(ctx: click.Context) -> None:
         ttcli show latest~2 --thread order:123 --json
     """
     ctx.call_on_close(ctx.ensure_object(Env).close)
+    # values nest as deep as an application made them; Python's default of 1,000 frames
+    # stops at about 500 levels
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), RECURSION_LIMIT))
 
 
 def thread_options(func: F) -> F:

@@ -322,19 +322,18 @@ def tree(env: Env, thread: str, ns: str) -> None:
         trees.Node(e.checkpoint_id, e.parent_id, _tree_label(e, short, marks)) for e in entries
     ]
     lines = trees.draw(nodes)
-    render.document(
-        env, {"lines": lines, "checkpoints": [_entry_record(e) for e in entries]}, lines
-    )
+    record = {"lines": lines, "checkpoints": [_entry_record(e) for e in entries]}
+    render.document(env, record, lines, escaped=True)
 
 
 def _tree_label(e: inspect.Entry, short: dict[str, str], marks: dict[str, str]) -> str:
     width = max(map(len, short.values()))
-    label = (
+    label = render.safe(
         f"{short[e.checkpoint_id]:<{width}}  step {e.step:>3}  {e.source:<6} "
         f"{','.join(e.writes) or '-'}"
     )
     if e.checkpoint_id in marks:
-        label += render.style(f"  ({marks[e.checkpoint_id]})", fg="green")
+        label += render.style(render.safe(f"  ({marks[e.checkpoint_id]})"), fg="green")
     return label
 
 

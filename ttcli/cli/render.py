@@ -8,7 +8,9 @@ import datetime as dt
 import enum
 import io
 import json
+import math
 import os
+import re
 import sys
 import uuid
 from collections.abc import Mapping, Sequence
@@ -21,16 +23,21 @@ from ttcli.cli.main import Env
 
 
 def jsonable(value: Any) -> Any:
-    """Any stored value as JSON data: types become their plain form, never an error."""
-    if value is None or isinstance(value, bool | int | float | str):
+    """Any stored value as JSON data: types become their plain form, never an error, and
+    never invalid JSON: NaN and the infinities become {"$float": "NaN"}, and a mapping whose
+    keys would collide as text ({1: .., "1": ..}) becomes {"$map": [[key, value], ...]}."""
+    if value is None or isinstance(value, bool | int | str):
+        return value
+    if isinstance(value, float) and not math.isfinite(value):
+        return {"$float": "NaN" if math.isnan(value) else f"{'-' if value < 0 else ''}Infinity"}
+    if isinstance(value, float):
         return value
     if isinstance(value, Mapping):
-        return {str(k): jsonable(v) for k, v in value.items()}
+        return _mapping(value)
     if isinstance(value, list | tuple):
-        return [jsonable(v) for v in value]
+        return list(map(jsonable, value))
     if isinstance(value, set | frozenset):
-        items = [jsonable(v) for v in value]
-        return sorted(items, key=repr)
+        return sorted(map(jsonable, value), key=repr)
     if isinstance(value, dt.datetime | dt.date | dt.time):
         return value.isoformat()
     if isinstance(value, dt.timedelta):
@@ -49,8 +56,32 @@ def jsonable(value: Any) -> Any:
     return repr(value)
 
 
+def _mapping(value: Mapping[Any, Any]) -> dict[str, Any]:
+    keys = [str(k) for k in value]
+    if len(set(keys)) == len(keys):
+        return dict(zip(keys, map(jsonable, value.values()), strict=True))
+    return {"$map": [[jsonable(k), jsonable(v)] for k, v in value.items()]}
+
+
 def to_json(value: Any, *, indent: int | None = 2) -> str:
-    return json.dumps(jsonable(value), indent=indent, ensure_ascii=False)
+    text = json.dumps(jsonable(value), indent=indent, ensure_ascii=False, allow_nan=False)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # lone surrogates: JSON's \udcxx escapes print anywhere
+        return json.dumps(jsonable(value), indent=indent, allow_nan=False)
+    return text
+
+
+#: control characters (escape sequences start with one), bidi overrides and lone
+#: surrogates: printed as escapes, so that no stored text can drive the terminal
+_UNSAFE = re.compile(
+    r"[\x00-\x08\x0a-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff]"
+)
+
+
+def safe(text: str) -> str:
+    """Text for a terminal: unsafe characters as Python escapes (\\x1b, \\u202e)."""
+    return _UNSAFE.sub(lambda found: ascii(found[0])[1:-1], text)
 
 
 def compact(value: Any, width: int = 60) -> str:
@@ -95,13 +126,17 @@ def rows(
     elif cells:
         from tabulate import tabulate  # imported here: only tables need it
 
-        click.echo(tabulate(cells, headers=list(headers), disable_numparse=True))
+        shown = [[safe(str(cell)) for cell in row] for row in cells]
+        click.echo(tabulate(shown, headers=list(headers), disable_numparse=True))
     elif empty:
         click.echo(empty, err=True)
 
 
-def document(env: Env, record: Mapping[str, Any], lines: Sequence[str]) -> None:
-    """One record: `lines` for people, the record itself for scripts."""
+def document(
+    env: Env, record: Mapping[str, Any], lines: Sequence[str], *, escaped: bool = False
+) -> None:
+    """One record: `lines` for people (made `safe` unless the caller did it, keeping its
+    colours), the record itself for scripts."""
     if env.format == "json":
         click.echo(to_json(record))
     elif env.format == "jsonl":
@@ -111,7 +146,7 @@ def document(env: Env, record: Mapping[str, Any], lines: Sequence[str]) -> None:
         rows(env, [dict(zip(fields, item, strict=True)) for item in record.items()], [], [],
              fields=fields, empty="")  # fmt: skip
     else:
-        click.echo("\n".join(lines))
+        click.echo("\n".join(lines if escaped else map(safe, lines)))
 
 
 def _csv_cell(value: Any) -> Any:

@@ -21,7 +21,12 @@ def moment_before(text: str, now: datetime) -> datetime:
     found = _DURATION.match(text.strip())
     if found:
         amount, unit = found.groups()
-        return now - timedelta(**{_UNITS[unit]: int(amount)})
+        try:
+            return now - timedelta(**{_UNITS[unit]: int(amount)})
+        except (OverflowError, ValueError):  # beyond year 1
+            raise InputError(
+                f"invalid duration {text!r}: it reaches back before the year 1"
+            ) from None
     try:
         moment = datetime.fromisoformat(text.strip())
     except ValueError:

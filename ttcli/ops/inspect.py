@@ -7,6 +7,7 @@ nodes are due next, and its pending writes say what each task did.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -14,7 +15,7 @@ from typing import Any
 from ttcli.configs import CheckpointRef
 from ttcli.errors import ThreadNotFoundError
 from ttcli.ops.fork import last_activity
-from ttcli.savers.base import NOT_LOADED, BaseSaver, CheckpointTuple, TaskWrite
+from ttcli.savers.base import NOT_LOADED, BaseSaver, CheckpointTuple, TaskWrite, ThreadSummary
 
 _SPECIAL = frozenset({"__error__", "__interrupt__", "__resume__", "__no_writes__", "__scheduled__"})
 
@@ -300,6 +301,15 @@ class ThreadRow:
     bytes: int | None
 
 
+def threads_with_prefix(saver: BaseSaver, prefix: str) -> list[ThreadSummary]:
+    """The saver's threads whose id starts with `prefix`. A prefix ending in the last code
+    point (U+10FFFF) has no upper bound for a range: the saver is asked for what it starts
+    with up to there, and the rest is checked here."""
+    asked = prefix.rstrip(chr(sys.maxunicode))
+    found = saver.list_threads(asked)
+    return [t for t in found if t.thread_id.startswith(prefix)]
+
+
 #: thread info key: the checkpoint at which Ctrl-C stopped the thread's last run
 INTERRUPTED_AT = "interrupted_at"
 
@@ -318,7 +328,7 @@ def threads(saver: BaseSaver, prefix: str = "", *, sizes: bool = False) -> list[
     """The threads whose id starts with `prefix`; `sizes` adds the bytes each takes, which
     reads all of every thread."""
     rows = []
-    for summary in saver.list_threads(prefix):
+    for summary in threads_with_prefix(saver, prefix):
         ref = CheckpointRef(summary.thread_id, summary.checkpoint_ns)
         latest = saver.get_tuple(ref.to_config())
         if latest is None:

@@ -16,6 +16,7 @@ from ttcli.configs import CheckpointRef
 from ttcli.errors import StorageError, ThreadNotFoundError
 from ttcli.ops.copy import copy_checkpoint
 from ttcli.ops.fork import last_activity
+from ttcli.ops.inspect import threads_with_prefix
 from ttcli.savers.base import BaseSaver, CheckpointTuple, ThreadSummary
 from ttcli.uuid6 import lowest_id_at
 
@@ -91,7 +92,9 @@ def plan_prune(saver: BaseSaver, policy: PrunePolicy) -> list[ThreadPlan]:
 
 
 def _threads(saver: BaseSaver, policy: PrunePolicy) -> list[ThreadSummary]:
-    found = saver.list_threads(policy.thread if policy.thread is not None else policy.prefix)
+    found = threads_with_prefix(
+        saver, policy.thread if policy.thread is not None else policy.prefix
+    )
     return [t for t in found if policy.thread is None or t.thread_id == policy.thread]
 
 
@@ -101,7 +104,7 @@ def require_thread(saver: BaseSaver, thread_id: str) -> None:
     Raises:
         ThreadNotFoundError: it has no checkpoints in any namespace.
     """
-    if not any(t.thread_id == thread_id for t in saver.list_threads(thread_id)):
+    if not any(t.thread_id == thread_id for t in threads_with_prefix(saver, thread_id)):
         raise ThreadNotFoundError(thread_id)
 
 
