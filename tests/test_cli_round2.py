@@ -464,3 +464,19 @@ def test_hostile_arguments_get_one_line(db: Path, args: list[str], code: int, me
     result = ttcli(db, *args)
     assert (result.exit_code, result.stdout, result.stderr) == (code, "", message + "\n")
     assert dump(db) == before
+
+
+def test_short_ids_have_8_characters_and_work_as_refs(long_db: Path) -> None:
+    table = ttcli(long_db, "history", "-t", "long", "--limit", "20").stdout.splitlines()
+    full = data(ttcli(long_db, "history", "-t", "long", "--limit", "20", "--json"))
+    shown = [(line[:8], line[8:10], line.split()[-1]) for line in table[2:]]
+    assert [(s, gap) for s, gap, _ in shown] == [(e["checkpoint_id"][-8:], "  ") for e in full]
+    assert [p for _, _, p in shown] == [e["parent_checkpoint_id"][-8:] for e in full]
+    for short, _, parent in shown[:3]:
+        found = data(ttcli(long_db, "show", short, "-t", "long", "--json"))
+        assert found["checkpoint_id"].endswith(short)
+        assert data(ttcli(long_db, "show", f"{short}~1", "-t", "long", "--json"))[
+            "checkpoint_id"
+        ].endswith(parent)
+    tree = ttcli(long_db, "tree", "-t", "long").stdout.splitlines()
+    assert tree[0].startswith(f"* {full[0]['checkpoint_id'][-8:]}  step ")

@@ -59,12 +59,12 @@ class InputError(TtcliError, ValueError):
 
 
 class AmbiguousRefError(InputError):
-    """A checkpoint ref prefix that several checkpoints share."""
+    """A checkpoint ref (a prefix or a short id) that several checkpoints match."""
 
     def __init__(self, text: str, thread_id: str, candidates: list[str]) -> None:
         shown = ", ".join(candidates[:5]) + (", ..." if len(candidates) > 5 else "")
         super().__init__(
-            f"checkpoint ref '{text}' is ambiguous in thread '{thread_id}': it starts "
+            f"checkpoint ref '{text}' is ambiguous in thread '{thread_id}': it matches "
             f"{len(candidates)} ids ({shown}); give more characters"
         )
         self.candidates = candidates

@@ -15,7 +15,6 @@ from ttcli.ops import tree as trees
 from ttcli.ops import verify as checks
 from ttcli.ops.diff import diff_values
 from ttcli.ops.refs import resolve, short_ids
-from ttcli.savers.base import BaseSaver
 
 
 @click.command()
@@ -47,7 +46,7 @@ def history(
     entries = inspect.history(
         saver, ref, filter=assignments(filters, "--filter"), before=older, limit=limit
     )
-    short = abbreviations(saver, ref, [i for e in entries for i in (e.checkpoint_id, e.parent_id)])
+    short = short_ids(i for e in entries for i in (e.checkpoint_id, e.parent_id))
     render.rows(
         env,
         [_entry_record(e) for e in entries],
@@ -67,12 +66,6 @@ def history(
         fields=ENTRY_FIELDS,
         empty=f"no checkpoints in thread '{thread}' match",
     )
-
-
-def abbreviations(saver: BaseSaver, ref: CheckpointRef, ids: list[str | None]) -> dict[str, str]:
-    """Short ids that are unique in the whole thread, so that each works as a ref."""
-    shown = [i for i in ids if i]
-    return short_ids([*shown, *saver.neighbour_ids(ref.to_config(), shown)])
 
 
 ENTRY_FIELDS = [
@@ -310,7 +303,7 @@ def tree(env: Env, thread: str, ns: str) -> None:
     """
     saver, ref = env.saver(), CheckpointRef(thread, ns)
     entries = inspect.history(saver, ref)
-    short = abbreviations(saver, ref, [e.checkpoint_id for e in entries])
+    short = short_ids(e.checkpoint_id for e in entries)
     heads = {e.checkpoint_id for e in entries} - {e.parent_id for e in entries}
     marks = {
         e.checkpoint_id: ("latest" if i == 0 else "paused")
@@ -327,10 +320,8 @@ def tree(env: Env, thread: str, ns: str) -> None:
 
 
 def _tree_label(e: inspect.Entry, short: dict[str, str], marks: dict[str, str]) -> str:
-    width = max(map(len, short.values()))
     label = render.safe(
-        f"{short[e.checkpoint_id]:<{width}}  step {e.step:>3}  {e.source:<6} "
-        f"{','.join(e.writes) or '-'}"
+        f"{short[e.checkpoint_id]}  step {e.step:>3}  {e.source:<6} {','.join(e.writes) or '-'}"
     )
     if e.checkpoint_id in marks:
         label += render.style(render.safe(f"  ({marks[e.checkpoint_id]})"), fg="green")

@@ -1,13 +1,18 @@
-"""Checkpoint refs, git style: a full id, a unique prefix, `latest`, each optionally `~N`."""
+"""Checkpoint refs, git style: a full id, a unique prefix of one or a short id (the end of
+one), `latest`, each optionally `~N`."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable
 
 from ttcli.configs import CheckpointRef
 from ttcli.errors import AmbiguousRefError, CheckpointNotFoundError, InputError, ThreadNotFoundError
 from ttcli.savers.base import BaseSaver, CheckpointTuple
+
+#: characters in a short id; and the fewest a ref matched against the end of ids may have
+SHORT = 8
+SHORT_MINIMUM = 4
 
 _REF = re.compile(r"^(?P<base>[0-9a-fA-F-]+|latest|HEAD)(?:~(?P<back>\d+))?$")
 
@@ -24,7 +29,7 @@ def resolve(saver: BaseSaver, ref: CheckpointRef, text: str) -> CheckpointTuple:
     if found is None:
         raise InputError(
             f"invalid checkpoint ref {text!r}: use a checkpoint id, a unique prefix of one, "
-            "or latest, optionally followed by ~N"
+            "a short id, or latest, optionally followed by ~N"
         )
     head = _base(saver, ref, found["base"].lower(), text)
     back = int(found["back"] or 0)
@@ -50,10 +55,12 @@ def _base(saver: BaseSaver, ref: CheckpointRef, base: str, text: str) -> Checkpo
     exact = saver.get_tuple(ref.at(base).to_config()) if len(base) == 36 else None
     if exact is not None:
         return exact
-    candidates = [c.checkpoint["id"] for c in saver.list_metadata(ref.to_config())]
+    candidates = saver.checkpoint_ids(ref.to_config())  # ids only: nothing is decoded
     if not candidates and saver.get_tuple(ref.to_config()) is None:
         raise ThreadNotFoundError(ref.thread_id)
-    matches = [c for c in candidates if c.startswith(base)]
+    # a short id is the end of one (its random part); anything else, the start
+    tail = len(base) >= SHORT_MINIMUM and "-" not in base
+    matches = [c for c in candidates if c.startswith(base) or (tail and c.endswith(base))]
     if not matches:
         raise CheckpointNotFoundError(text, ref.thread_id)
     if len(matches) > 1:
@@ -63,24 +70,7 @@ def _base(saver: BaseSaver, ref: CheckpointRef, base: str, text: str) -> Checkpo
     return found
 
 
-def short_ids(ids: Sequence[str], minimum: int = 8) -> dict[str, str]:
-    """The shortest prefix of each id (at least `minimum` characters) that no other id shares,
-    as git abbreviates hashes; such a prefix works as a ref."""
-    ordered = sorted({i for i in ids if i})
-    found = {}
-    for index, checkpoint_id in enumerate(ordered):
-        length = minimum
-        # in sorted order the ids sharing the longest prefix with this one are its neighbours
-        for neighbour in ordered[max(index - 1, 0) : index + 2]:
-            if neighbour != checkpoint_id:
-                length = max(length, _shared(checkpoint_id, neighbour) + 1)
-        found[checkpoint_id] = checkpoint_id[:length]
-    return found
-
-
-def _shared(a: str, b: str) -> int:
-    """Length of the common prefix."""
-    for index, (x, y) in enumerate(zip(a, b, strict=False)):
-        if x != y:
-            return index
-    return min(len(a), len(b))
+def short_ids(ids: Iterable[str | None]) -> dict[str, str]:
+    """The short id of each checkpoint id: its last 8 hex digits, which are random (the
+    first ones are the time, which neighbours share), and work as a ref."""
+    return {i: i[-SHORT:] for i in ids if i}
