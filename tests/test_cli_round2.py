@@ -480,3 +480,27 @@ def test_short_ids_have_8_characters_and_work_as_refs(long_db: Path) -> None:
         ].endswith(parent)
     tree = ttcli(long_db, "tree", "-t", "long").stdout.splitlines()
     assert tree[0].startswith(f"* {full[0]['checkpoint_id'][-8:]}  step ")
+
+
+def test_show_and_run_say_alike_what_a_paused_thread_waits_for(tmp_path: Path) -> None:
+    db = tmp_path / "review.db"
+    request = json.dumps({"request": "refund 7", "plan": "", "log": []})
+    ran = ttcli(db, "run", REVIEW, "-t", "r", "--input", request, "--json")
+    shown = data(ttcli(db, "show", "-t", "r", "--json"))
+    question = {"question": "Approve this plan?", "plan": "cancel the order (refund 7)"}
+    (wait,) = data(ran)["waiting"]
+    assert wait == {
+        "node": "review",
+        "interrupts": [{"id": wait["interrupts"][0]["id"], "value": question}],
+    }
+    assert shown["waiting"] == data(ran)["waiting"]
+    assert [(t["name"], t["waiting"], t["interrupts"]) for t in shown["tasks"]] == [
+        ("review", True, wait["interrupts"])
+    ]
+    table = ttcli(db, "show", "-t", "r").stdout.splitlines()
+    at = table.index("waiting: review")
+    assert table[at - 1] == "next        review"
+    assert table[at + 1] == f"  asks: {json.dumps(question)} (id {wait['interrupts'][0]['id']})"
+    assert table[-1] == "  review [waiting for an answer]"
+    done = data(ttcli(db, "resume", "-t", "r", "--value", "yes", "--json"))
+    assert done["waiting"] == [] and data(ttcli(db, "show", "-t", "r", "--json"))["waiting"] == []

@@ -126,6 +126,7 @@ def _detail_record(d: inspect.Detail) -> dict[str, Any]:
         "children": d.children,
         "values": d.values,
         "returned": d.writes,
+        "waiting": render.waiting_record(_waits(d)),
         "tasks": [
             {
                 "id": t.id or None,
@@ -133,13 +134,18 @@ def _detail_record(d: inspect.Detail) -> dict[str, Any]:
                 "path": t.path or None,
                 "result": t.result,
                 "error": t.error,
-                "interrupts": t.interrupts,
+                "interrupts": [render.asked_record(i) for i in t.interrupts],
                 "answers": t.answers,
                 "waiting": t.waiting,
             }
             for t in d.tasks
         ],
     }
+
+
+def _waits(d: inspect.Detail) -> list[inspect.Waiting]:
+    """What a checkpoint waits on, if nothing came after it."""
+    return [] if d.children else inspect.waiting(d.tasks)
 
 
 def _detail_lines(d: inspect.Detail) -> list[str]:
@@ -153,6 +159,7 @@ def _detail_lines(d: inspect.Detail) -> list[str]:
         f"parent      {e.parent_id or '-'}",
         f"children    {', '.join(d.children) or '-'}",
         f"next        {', '.join(e.next) or '- (done)'}",
+        *render.waiting_lines(_waits(d)),
     ]
     lines += [f"metadata    {k}: {render.compact(v)}" for k, v in e.extra.items()]
     lines.append("writes      " + ("-" if not d.writes else ""))
@@ -173,10 +180,8 @@ def _detail_lines(d: inspect.Detail) -> list[str]:
         lines.append(f"  {t.name} [{state}]")
         lines += [f"    result: {render.compact(t.result, 80)}"] if t.result else []
         lines += [f"    error: {t.error}"] if t.error else []
-        lines += [
-            f"    asks: {render.compact(getattr(i, 'value', i), 80)} (id {getattr(i, 'id', '?')})"
-            for i in t.interrupts
-        ]
+        if not t.waiting:  # what a waiting task asks is said once, above
+            lines += [f"    asked: {render.compact(i.value, 80)} (id {i.id})" for i in t.interrupts]
     return lines
 
 

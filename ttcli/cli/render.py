@@ -20,6 +20,7 @@ from typing import Any
 import click
 
 from ttcli.cli.main import Env
+from ttcli.ops.inspect import Asked, Waiting
 
 
 def jsonable(value: Any) -> Any:
@@ -155,3 +156,22 @@ def _csv_cell(value: Any) -> Any:
     if value is None or isinstance(value, int | float | str):
         return value
     return to_json(value, indent=None)
+
+
+def asked_record(found: Asked) -> dict[str, Any]:
+    return {"id": found.id, "value": found.value}
+
+
+def waiting_record(waits: Sequence[Waiting]) -> list[dict[str, Any]]:
+    """What a paused thread waits on, in one shape for `run --json` and `show --json`."""
+    return [{"node": w.node, "interrupts": [asked_record(a) for a in w.interrupts]} for w in waits]
+
+
+def waiting_lines(waits: Sequence[Waiting]) -> list[str]:
+    """What a paused thread waits on, for people: each question, and the id `resume --id`
+    takes when several wait."""
+    lines = []
+    for wait in waits:
+        lines.append(f"waiting: {wait.node}")
+        lines += [f"  asks: {compact(a.value, 90)} (id {a.id})" for a in wait.interrupts]
+    return lines

@@ -124,7 +124,7 @@ def _plan_report(d: inspect.Detail, forks: bool) -> tuple[dict[str, Any], list[s
         "step": d.entry.step,
         "fork": forks,
         "runs": list(d.entry.next),
-        "asks_again": [i for t in d.tasks for i in t.interrupts],
+        "asks_again": [render.asked_record(i) for t in d.tasks for i in t.interrupts],
     }
     runs = ", ".join(d.entry.next) or "nothing (the checkpoint is final)"
     how = "a fork, then" if forks else f"the thread's head, an {d.entry.source}: no fork, runs"
@@ -326,7 +326,9 @@ def _execute(
 def _outcome(spec: str, state: Any) -> tuple[dict[str, Any], list[str]]:
     """Where a run ended: done, or paused with what it waits for."""
     waits = [
-        {"node": t.name, "interrupts": list(t.interrupts)} for t in state.tasks if t.result is None
+        inspect.Waiting(t.name, [inspect.asked(i) for i in t.interrupts])
+        for t in state.tasks
+        if t.result is None and not t.error
     ]
     record = {
         "graph": spec,
@@ -334,13 +336,11 @@ def _outcome(spec: str, state: Any) -> tuple[dict[str, Any], list[str]]:
         "checkpoint_id": state.config["configurable"]["checkpoint_id"],
         "status": "paused" if state.next else "done",
         "next": list(state.next),
-        "waiting": waits,
+        "waiting": render.waiting_record(waits),
         "values": state.values,
     }
     lines = [f"{record['status']} at {record['checkpoint_id']}", f"graph: {spec}"]
-    for wait in waits:
-        lines.append(f"waiting: {wait['node']}")
-        lines += [f"  asks: {render.compact(i.value, 90)} (id {i.id})" for i in wait["interrupts"]]
+    lines += render.waiting_lines(waits)
     lines += ["values"] + [f"  {k}: {render.compact(v, 90)}" for k, v in state.values.items()]
     return record, lines
 

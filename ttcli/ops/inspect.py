@@ -63,6 +63,45 @@ def _send_node(send: Any) -> str:
     return str(node)
 
 
+@dataclass(frozen=True, slots=True)
+class Asked:
+    """An interrupt as people and scripts see it: what it asks, and the id `resume --id`
+    takes."""
+
+    id: str | None
+    value: Any
+
+
+def asked(stored: Any) -> Asked:
+    """An interrupt read back: an `Interrupt` where the runtime is loaded, marked data
+    (`{"$type": ..., "data": {"value": ..., "id": ...}}`) where it is not."""
+    if isinstance(stored, Mapping):
+        data = stored.get("data")
+        fields = data if isinstance(data, Mapping) else stored
+        found = fields.get("id")
+        return Asked(None if found is None else str(found), fields.get("value"))
+    found = getattr(stored, "id", None)
+    return Asked(None if found is None else str(found), getattr(stored, "value", stored))
+
+
+@dataclass(frozen=True, slots=True)
+class Waiting:
+    """A task a paused thread waits on: for answers to its interrupts, or (none asked) to be
+    run on after a breakpoint or a stop."""
+
+    node: str
+    interrupts: list[Asked]
+
+
+def waiting(views: Sequence[TaskView]) -> list[Waiting]:
+    """The tasks of a checkpoint that have not finished, with what they ask."""
+    return [
+        Waiting(t.name, t.interrupts if t.waiting else [])
+        for t in views
+        if t.result is None and t.error is None
+    ]
+
+
 @dataclass
 class TaskView:
     """One task planned at a checkpoint, and what its pending writes say it did."""
@@ -73,7 +112,7 @@ class TaskView:
     #: state keys it wrote, or None if it has not finished
     result: dict[str, Any] | None = None
     error: str | None = None
-    interrupts: list[Any] = field(default_factory=list)
+    interrupts: list[Asked] = field(default_factory=list)
     #: answers given to its interrupts
     answers: list[Any] = field(default_factory=list)
 
@@ -86,7 +125,7 @@ class TaskView:
 
         # the stored interrupt is the latest asked; it is unanswered if its id is the one
         # the next answer would go to
-        latest = getattr(self.interrupts[-1], "id", None)
+        latest = self.interrupts[-1].id
         return latest == interrupt_id(self.name, self.id, len(self.answers))
 
 
@@ -101,7 +140,7 @@ def tasks(saved: CheckpointTuple, writes: Sequence[TaskWrite]) -> list[TaskView]
         if channel == "__error__":
             view.error = str(value)
         elif channel == "__interrupt__":
-            view.interrupts = list(value)
+            view.interrupts = [asked(item) for item in value]
         elif channel == "__resume__":
             view.answers = list(value)
         else:
