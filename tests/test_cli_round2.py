@@ -504,3 +504,72 @@ def test_show_and_run_say_alike_what_a_paused_thread_waits_for(tmp_path: Path) -
     assert table[-1] == "  review [waiting for an answer]"
     done = data(ttcli(db, "resume", "-t", "r", "--value", "yes", "--json"))
     assert done["waiting"] == [] and data(ttcli(db, "show", "-t", "r", "--json"))["waiting"] == []
+
+
+def test_graph_lists_nodes_and_edges_or_draws_them(tmp_path: Path) -> None:
+    db = tmp_path / "none.db"
+    text = ttcli(db, "graph", ORDER_AGENT)
+    assert (text.exit_code, text.stderr) == (0, "")
+    assert text.stdout.splitlines() == [
+        "__start__ -> understand",
+        "understand -> plan",
+        "plan -> call_tool",
+        "call_tool --> respond",
+        "call_tool --> __end__",
+        "respond -> __end__",
+    ]
+    assert ttcli(db, "graph", ORDER_AGENT, "--format", "mermaid").stdout == (
+        "flowchart TD\n"
+        '    n0["__start__"]\n    n1["understand"]\n    n2["plan"]\n    n3["call_tool"]\n'
+        '    n4["respond"]\n    n5["__end__"]\n'
+        "    n0 --> n1\n    n1 --> n2\n    n2 --> n3\n    n3 -.-> n4\n    n3 -.-> n5\n"
+        "    n4 --> n5\n"
+        "    classDef terminal fill:#eee,stroke:#999\n    class n0,n5 terminal\n"
+    )
+    drawn = ttcli(db, "graph", REVIEW, "--format", "dot").stdout.splitlines()
+    assert drawn[:3] == ["digraph {", "    rankdir=TB;", "    node [shape=box];"]
+    assert '    "plan" -> "review";' in drawn and drawn[-1] == "}"
+    assert data(ttcli(db, "graph", REVIEW, "--json"))["edges"][0] == {
+        "source": "__start__", "target": "plan", "conditional": False, "label": ""
+    }  # fmt: skip
+    assert not db.exists()  # drawing a graph needs no database
+
+
+def test_graph_draws_a_fan_out_to_every_node(tmp_path: Path) -> None:
+    (tmp_path / "fan.py").write_text(FAN_OUT)
+    text = ttcli(tmp_path / "x.db", "graph", f"{tmp_path / 'fan.py'}:graph").stdout.splitlines()
+    assert text == [
+        "__start__ --> square",
+        "__start__ --> total",
+        "__start__ --> __end__",
+        "square -> total",
+    ]
+
+
+def test_tree_draws_branches_as_a_picture(db: Path) -> None:
+    fix = ["--as-node", "plan", "--set", "tool=refund_order", "--at", "latest~3"]
+    assert ttcli(db, "update", "-t", "order:123", *fix).exit_code == 0
+    assert ttcli(db, "fork", "latest~1", "-t", "order:123").exit_code == 0
+    entries = data(ttcli(db, "history", "-t", "order:123", "--json"))
+    drawn = ttcli(db, "tree", "-t", "order:123", "--format", "mermaid")
+    assert (drawn.exit_code, drawn.stderr) == (0, "")
+    lines = drawn.stdout.splitlines()
+    assert lines[0] == "flowchart TD" and len(lines) == 1 + 8 + 7 + 4  # boxes, arrows, marks
+    box = {line.split('["')[1][:8]: line.split("[")[0].strip() for line in lines[1:9]}
+    assert [box[e["checkpoint_id"][-8:]] for e in entries] == [f"n{i}" for i in range(8)][::-1]
+    assert lines[-4:] == [  # the update is the head of a branch with work left
+        "    classDef paused fill:#ffe0e0,stroke:#c33",
+        "    class n6 paused",
+        "    classDef latest stroke:#090,stroke-width:3px",
+        "    class n7 latest",
+    ]
+    dot = ttcli(db, "tree", "-t", "order:123", "--format", "dot").stdout
+    assert dot.count(" -> ") == 7 and dot.count('fillcolor="#ffe0e0"') == 1
+
+
+def test_only_tree_and_graph_draw(db: Path) -> None:
+    result = ttcli(db, "--format", "mermaid", "history", "-t", "order:123")
+    assert (result.exit_code, result.stdout) == (2, "")
+    assert result.stderr == (
+        "Error: --format mermaid draws tree and graph only (see 'ttcli history --help')\n"
+    )

@@ -35,6 +35,8 @@ if TYPE_CHECKING:
     from ttcli.savers.sqlite import SqliteSaver
 
 FORMATS = ("table", "json", "jsonl", "csv")
+#: formats that draw a picture: `tree` and `graph` only
+PICTURES = ("mermaid", "dot")
 
 PAUSED = 4
 INTERRUPTED = 130  # Ctrl-C, as shells report SIGINT
@@ -72,6 +74,7 @@ COMMANDS = {
     "replay": "write",
     "resume": "write",
     "fork": "write",
+    "graph": "graph",
     "history": "read",
     "show": "read",
     "diff": "read",
@@ -230,14 +233,24 @@ def _store(field_name: str) -> Callable[[click.Context, click.Parameter, Any], N
 
 def output_options(func: F) -> F:
     """--db, --format, --json and --busy-timeout: accepted by the group and every command."""
+    return _output_options(func, FORMATS)
+
+
+def picture_options(func: F) -> F:
+    """`output_options`, with --format mermaid|dot for the commands that draw."""
+    return _output_options(func, FORMATS + PICTURES)
+
+
+def _output_options(func: F, formats: tuple[str, ...]) -> F:
     options = [
         click.option(
             "--db", envvar="TTCLI_DB", metavar="PATH", expose_value=False, callback=_store("db"),
             help="The SQLite file (env TTCLI_DB; default ./ttcli.db).",
         ),
         click.option(
-            "--format", type=click.Choice(FORMATS), expose_value=False, callback=_store("format"),
-            help="Output: table (default) for people; json, jsonl or csv for scripts.",
+            "--format", type=click.Choice(formats), expose_value=False, callback=_store("format"),
+            help="Output: table (default) for people; json, jsonl or csv for scripts"
+            + ("; mermaid or dot for a picture." if PICTURES[0] in formats else "."),
         ),
         click.option(
             "--json", is_flag=True, expose_value=False, callback=_store("format_json"),
@@ -255,7 +268,7 @@ def output_options(func: F) -> F:
 
 
 @click.group(name="ttcli", cls=TtcliGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@output_options
+@picture_options
 @click.version_option(package_name="ttcli")
 @click.pass_context
 def cli(ctx: click.Context) -> None:

@@ -7,10 +7,18 @@ from typing import Any
 import click
 
 from ttcli.cli import render
-from ttcli.cli.main import Env, Failure, output_options, pass_env, thread_options
+from ttcli.cli.main import (
+    PICTURES,
+    Env,
+    Failure,
+    output_options,
+    pass_env,
+    picture_options,
+    thread_options,
+)
 from ttcli.cli.params import assignments
 from ttcli.configs import CheckpointRef
-from ttcli.ops import inspect
+from ttcli.ops import inspect, pictures
 from ttcli.ops import tree as trees
 from ttcli.ops import verify as checks
 from ttcli.ops.diff import diff_values
@@ -296,41 +304,46 @@ THREAD_FIELDS = [
 
 @click.command()
 @thread_options
-@output_options
+@picture_options
 @pass_env
 def tree(env: Env, thread: str, ns: str) -> None:
     """Draw a thread's branches as a tree, newest first, like git log --graph; marks the
-    latest checkpoint and checkpoints paused with work left to do.
+    latest checkpoint and checkpoints paused with work left to do. --format mermaid or dot
+    draws it as a picture (oldest at the top; updates, forks and paused heads marked).
 
     \b
     Example:
         ttcli tree --thread order:123
+        ttcli tree --thread order:123 --format mermaid > order.mmd
+        ttcli tree --thread order:123 --format dot | dot -Tsvg > order.svg
     """
     saver, ref = env.saver(), CheckpointRef(thread, ns)
     entries = inspect.history(saver, ref)
-    short = short_ids(e.checkpoint_id for e in entries)
-    heads = {e.checkpoint_id for e in entries} - {e.parent_id for e in entries}
-    marks = {
-        e.checkpoint_id: ("latest" if i == 0 else "paused")
-        + (f", next: {','.join(e.next)}" if e.next else "")
-        for i, e in enumerate(entries)
-        if i == 0 or (e.next and e.checkpoint_id in heads)  # a branch head with work left
-    }
-    nodes = [
-        trees.Node(e.checkpoint_id, e.parent_id, _tree_label(e, short, marks)) for e in entries
-    ]
-    lines = trees.draw(nodes)
+    short, marks = short_ids(e.checkpoint_id for e in entries), trees.marks(entries)
+    if env.format in PICTURES:
+        paused = {i for i, mark in marks.items() if mark.startswith("paused")}
+        titles = {e.checkpoint_id: " ".join(_tree_label(e, short).split()) for e in entries}
+        render.picture(env, pictures.of_thread(entries, titles, paused))
+        return
+    labels = {e.checkpoint_id: _tree_label(e, short) for e in entries}
+    lines = trees.draw(
+        [trees.Node(i.checkpoint_id, i.parent_id, labels[i.checkpoint_id] + _mark(marks, i))
+         for i in entries]
+    )  # fmt: skip
     record = {"lines": lines, "checkpoints": [_entry_record(e) for e in entries]}
     render.document(env, record, lines, escaped=True)
 
 
-def _tree_label(e: inspect.Entry, short: dict[str, str], marks: dict[str, str]) -> str:
-    label = render.safe(
+def _tree_label(e: inspect.Entry, short: dict[str, str]) -> str:
+    return render.safe(
         f"{short[e.checkpoint_id]}  step {e.step:>3}  {e.source:<6} {','.join(e.writes) or '-'}"
     )
-    if e.checkpoint_id in marks:
-        label += render.style(render.safe(f"  ({marks[e.checkpoint_id]})"), fg="green")
-    return label
+
+
+def _mark(marks: dict[str, str], e: inspect.Entry) -> str:
+    if e.checkpoint_id not in marks:
+        return ""
+    return render.style(render.safe(f"  ({marks[e.checkpoint_id]})"), fg="green")
 
 
 @click.command()

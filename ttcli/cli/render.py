@@ -19,8 +19,9 @@ from typing import Any
 
 import click
 
-from ttcli.cli.main import Env
+from ttcli.cli.main import PICTURES, Env
 from ttcli.ops.inspect import Asked, Waiting
+from ttcli.ops.pictures import DRAWERS, Picture
 
 
 def jsonable(value: Any) -> Any:
@@ -112,6 +113,7 @@ def rows(
     """A list of records: `cells` (short forms) under `headers` in a table, `records` (full)
     otherwise. CSV has the header `fields` (the records' keys) even with no records, and
     an empty table says `empty` on stderr, leaving stdout empty for scripts."""
+    _no_picture(env)
     if env.format == "json":
         click.echo(to_json(list(records)))
     elif env.format == "jsonl":
@@ -138,6 +140,7 @@ def document(
 ) -> None:
     """One record: `lines` for people (made `safe` unless the caller did it, keeping its
     colours), the record itself for scripts."""
+    _no_picture(env)
     if env.format == "json":
         click.echo(to_json(record))
     elif env.format == "jsonl":
@@ -148,6 +151,11 @@ def document(
              fields=fields, empty="")  # fmt: skip
     else:
         click.echo("\n".join(lines if escaped else map(safe, lines)))
+
+
+def _no_picture(env: Env) -> None:
+    if env.format in PICTURES:  # given to the group, before a command that does not draw
+        raise click.UsageError(f"--format {env.format} draws tree and graph only")
 
 
 def _csv_cell(value: Any) -> Any:
@@ -175,3 +183,8 @@ def waiting_lines(waits: Sequence[Waiting]) -> list[str]:
         lines.append(f"waiting: {wait.node}")
         lines += [f"  asks: {compact(a.value, 90)} (id {a.id})" for a in wait.interrupts]
     return lines
+
+
+def picture(env: Env, drawn: Picture) -> None:
+    """A picture in the format asked for (mermaid or dot)."""
+    click.echo(DRAWERS[env.format](drawn), nl=False)
