@@ -573,3 +573,39 @@ def test_only_tree_and_graph_draw(db: Path) -> None:
     assert result.stderr == (
         "Error: --format mermaid draws tree and graph only (see 'ttcli history --help')\n"
     )
+
+
+def test_history_where_finds_checkpoints_by_their_values(db: Path, long_db: Path) -> None:
+    def steps(*args: str) -> list[int]:
+        found = data(ttcli(db, "history", "-t", "order:123", *args, "--json"))
+        return [e["step"] for e in found]
+
+    assert steps("--where", "tool=cancel_order") == [4, 3, 2]  # it went wrong at step 2
+    assert steps("--where", "log.1=plan: call cancel_order", "--where", 'order_id="123"') == [
+        4,
+        3,
+        2,
+    ]
+    assert steps("--where", "log.-1=respond: order 123 cancelled") == []
+    assert steps("--where", "tool=cancel_order", "--filter", "writes=call_tool") == [3]
+
+    def long_steps(*args: str) -> list[int]:
+        found = data(ttcli(long_db, "history", "-t", "long", "--where", "x=10", *args, "--json"))
+        return [e["step"] for e in found]
+
+    # x is 10 after the first run's b and in the run given 10, under ~3,000 newer checkpoints
+    assert long_steps() == [40, 37, 3, 2]
+    assert long_steps("--limit", "2") == [40, 37]
+
+
+@pytest.mark.parametrize(
+    ("where", "message"),
+    [
+        ("a..b=1", "invalid path 'a..b': use KEY or KEY.key.0 (dots between keys)"),
+        ("tool", "invalid --where 'tool': use KEY=VALUE"),
+    ],
+    ids=["empty-part", "no-value"],
+)
+def test_history_where_refuses_what_is_not_a_path(db: Path, where: str, message: str) -> None:
+    result = ttcli(db, "history", "-t", "order:123", "--where", where)
+    assert (result.exit_code, result.stdout, result.stderr) == (2, "", f"Error: {message}\n")

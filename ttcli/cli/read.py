@@ -35,25 +35,37 @@ from ttcli.ops.refs import resolve, short_ids
     help="Only checkpoints whose metadata KEY equals VALUE (repeatable; a.b reaches nested "
     "keys); writes=NODE: the checkpoints NODE wrote.",
 )
+@click.option(
+    "--where",
+    "wheres",
+    multiple=True,
+    metavar="PATH=VALUE",
+    help="Only checkpoints whose state holds VALUE at PATH (repeatable; a.b.0 reaches nested "
+    "keys and list items; reads the values).",
+)
 @click.option("--before", metavar="REF", help="Only checkpoints older than REF.")
 @click.option("--limit", type=click.IntRange(min=1), metavar="N", help="At most N checkpoints.")
 @output_options
 @pass_env
 def history(
-    env: Env, thread: str, ns: str, filters: tuple[str, ...], before: str | None, limit: int | None
-) -> None:
-    """List a thread's checkpoints, newest first, without reading any stored value.
+    env: Env, thread: str, ns: str, filters: tuple[str, ...], wheres: tuple[str, ...],
+    before: str | None, limit: int | None,
+) -> None:  # fmt: skip
+    """List a thread's checkpoints, newest first, without reading any stored value (except
+    with --where, which looks into the state).
 
     \b
     Example:
         ttcli history --thread order:123 --filter source=loop --limit 5
         ttcli history --thread order:123 --filter writes=plan
+        ttcli history --thread order:123 --where tool=cancel_order   # when did it go wrong?
     """
     saver, ref = env.saver(), CheckpointRef(thread, ns)
     older = resolve(saver, ref, before) if before else None
     entries = inspect.history(
-        saver, ref, filter=assignments(filters, "--filter"), before=older, limit=limit
-    )
+        saver, ref, filter=assignments(filters, "--filter"), before=older, limit=limit,
+        where=assignments(wheres, "--where"),
+    )  # fmt: skip
     short = short_ids(i for e in entries for i in (e.checkpoint_id, e.parent_id))
     render.rows(
         env,

@@ -14,6 +14,7 @@ from typing import Any
 
 from ttcli.configs import CheckpointRef
 from ttcli.errors import ThreadNotFoundError
+from ttcli.ops import paths
 from ttcli.ops.fork import last_activity
 from ttcli.savers.base import NOT_LOADED, BaseSaver, CheckpointTuple, TaskWrite, ThreadSummary
 
@@ -220,18 +221,29 @@ def history(
     filter: Mapping[str, Any] | None = None,  # noqa: A002 - the saver's keyword
     before: CheckpointTuple | None = None,
     limit: int | None = None,
+    where: Mapping[str, Any] | None = None,
 ) -> list[Entry]:
-    """Newest first, without reading any stored value. A filter `writes=NODE` (a name, not
-    a list) matches the checkpoints NODE wrote, alone or with other nodes.
+    """Newest first, without reading any stored value unless `where` asks about them. A
+    filter `writes=NODE` (a name, not a list) matches the checkpoints NODE wrote, alone or
+    with other nodes; `where` maps paths into the state (`order.items.0`) to their values.
 
     Raises:
         ThreadNotFoundError: the thread has no checkpoints.
+        InputError: a `where` path that is not one.
     """
     wanted = dict(filter or {})
     node = wanted.pop("writes") if isinstance(wanted.get("writes"), str) else None
+    checks: list[Callable[[CheckpointTuple], bool]] = []
+    if node is not None:
+        checks.append(lambda saved: node in (saved.metadata.get("writes") or {}))
+    if where:
+        [paths.parse(path) for path in where]  # a bad path fails before anything is read
+        checks.append(
+            lambda saved: paths.matches(state_values(saved.checkpoint["channel_values"]), where)
+        )
     found = select(
-        saver.list_metadata, ref, wanted, before, limit,
-        None if node is None else lambda saved: node in (saved.metadata.get("writes") or {}),
+        saver.list if where else saver.list_metadata, ref, wanted, before, limit,
+        (lambda saved: all(check(saved) for check in checks)) if checks else None,
     )  # fmt: skip
     if not found and saver.get_tuple(ref.to_config()) is None:
         raise ThreadNotFoundError(ref.thread_id)
