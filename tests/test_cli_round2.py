@@ -609,3 +609,46 @@ def test_history_where_finds_checkpoints_by_their_values(db: Path, long_db: Path
 def test_history_where_refuses_what_is_not_a_path(db: Path, where: str, message: str) -> None:
     result = ttcli(db, "history", "-t", "order:123", "--where", where)
     assert (result.exit_code, result.stdout, result.stderr) == (2, "", f"Error: {message}\n")
+
+
+def test_blame_says_who_wrote_each_part_of_a_value(db: Path) -> None:
+    entries = data(ttcli(db, "history", "-t", "order:123", "--json"))
+    short = {e["step"]: e["checkpoint_id"][-8:] for e in entries}
+    tool = ttcli(db, "blame", "tool", "-t", "order:123")
+    assert (tool.exit_code, tool.stderr) == (0, "")
+    assert tool.stdout.splitlines()[2].split() == [
+        "tool",
+        '"cancel_order"',
+        short[2],
+        "2",
+        "loop",
+        "plan",
+    ]
+    log = data(ttcli(db, "blame", "log", "-t", "order:123", "--json"))
+    assert [(b["part"], b["step"], b["nodes"]) for b in log] == [
+        ("log[0]", 1, ["understand"]),
+        ("log[1]", 2, ["plan"]),
+        ("log[2]", 3, ["call_tool"]),
+        ("log[3]", 4, ["respond"]),
+    ]
+    given = data(ttcli(db, "blame", "request", "-t", "order:123", "--json"))
+    assert [(b["step"], b["nodes"]) for b in given] == [(0, ["input"])]
+
+
+def test_blame_follows_an_update_and_a_past_ref(db: Path) -> None:
+    fix = ["--as-node", "plan", "--set", "tool=refund_order", "--at", "latest~3"]
+    assert ttcli(db, "update", "-t", "order:123", *fix).exit_code == 0
+    now = data(ttcli(db, "blame", "tool", "-t", "order:123", "--json"))
+    assert [(b["value"], b["source"], b["nodes"]) for b in now] == [
+        ("refund_order", "update", ["plan"])
+    ]
+    before = data(ttcli(db, "blame", "log.0", "-t", "order:123", "--at", "latest~1", "--json"))
+    assert [(b["part"], b["value"], b["step"]) for b in before] == [
+        ("log.0", "understand: order 123", 1)
+    ]
+
+
+def test_blame_of_nothing_says_what_there_is(db: Path) -> None:
+    result = ttcli(db, "blame", "nope", "-t", "order:123")
+    assert (result.exit_code, result.stdout) == (3, "")
+    assert result.stderr.startswith("Error: checkpoint has no value at 'nope'; its state keys: ")

@@ -76,6 +76,7 @@ COMMANDS = {
     "fork": "write",
     "graph": "graph",
     "history": "read",
+    "blame": "blame",
     "show": "read",
     "diff": "read",
     "threads": "read",
