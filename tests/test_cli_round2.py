@@ -652,3 +652,45 @@ def test_blame_of_nothing_says_what_there_is(db: Path) -> None:
     result = ttcli(db, "blame", "nope", "-t", "order:123")
     assert (result.exit_code, result.stdout) == (3, "")
     assert result.stderr.startswith("Error: checkpoint has no value at 'nope'; its state keys: ")
+
+
+@pytest.fixture
+def paused_db(tmp_path: Path) -> Path:
+    """Thread `t`, paused at the review workflow's question."""
+    path = tmp_path / "paused.db"
+    request = json.dumps({"request": "refund 7", "plan": "", "log": []})
+    assert ttcli(path, "run", REVIEW, "-t", "t", "--input", request).exit_code == 4
+    return path
+
+
+READING = [
+    ["history", "-t", "{t}", "--limit", "20"],
+    ["history", "-t", "{t}", "--where", "{where}", "--limit", "5"],
+    ["history", "-t", "{t}", "--format", "csv", "--limit", "5"],
+    ["show", "latest~1", "-t", "{t}"],
+    ["show", "-t", "{t}", "--json"],
+    ["diff", "latest~1", "latest", "-t", "{t}"],
+    ["blame", "{key}", "-t", "{t}"],
+    ["threads"],
+    ["tree", "-t", "{t}"],
+    ["tree", "-t", "{t}", "--format", "mermaid"],
+    ["verify"],
+]
+
+
+@pytest.mark.parametrize("args", READING, ids=[" ".join(a[:1] + a[3:4]) for a in READING])
+@pytest.mark.parametrize(
+    ("kind", "thread", "key", "where"),
+    [
+        ("fan", "f1", "results", "total=0"),
+        ("paused", "t", "log", "log.0=plan drafted"),
+        ("long", "long", "x", "x=0"),
+    ],
+    ids=["fan-out", "paused", "3000"],
+)
+def test_every_reading_command_reads_every_kind_of_thread(
+    request: pytest.FixtureRequest, args: list[str], kind: str, thread: str, key: str, where: str
+) -> None:
+    db = request.getfixturevalue(f"{kind}_db")
+    result = ttcli(db, *[a.format(t=thread, key=key, where=where) for a in args])
+    assert (result.exit_code, result.stderr) == (0, "") and result.stdout
