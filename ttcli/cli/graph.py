@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
 from ttcli.cli import render
@@ -29,7 +31,11 @@ def graph(env: Env, target: str) -> None:
     drawn = pictures.of_graph(targets.compile_target(target, InMemorySaver()))
     if env.format in PICTURES:
         render.picture(env, drawn)
-        return
+    else:
+        render.document(env, *_report(drawn))
+
+
+def _report(drawn: pictures.Picture) -> tuple[dict[str, Any], list[str]]:
     record = {
         "nodes": [box.id for box in drawn.boxes],
         "edges": [
@@ -42,4 +48,4 @@ def graph(env: Env, target: str) -> None:
         + (f"  ({a.label})" if a.label else "")
         for a in drawn.arrows
     ]
-    render.document(env, record, lines)
+    return record, lines

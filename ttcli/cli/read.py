@@ -66,26 +66,22 @@ def history(
         saver, ref, filter=assignments(filters, "--filter"), before=older, limit=limit,
         where=assignments(wheres, "--where"),
     )  # fmt: skip
+    empty = f"no checkpoints in thread '{thread}' match"
+    render.rows(env, *_history_table(entries), fields=ENTRY_FIELDS, empty=empty)
+
+
+def _history_table(
+    entries: list[inspect.Entry],
+) -> tuple[list[dict[str, Any]], list[str], list[list[Any]]]:
+    """Records for scripts; headers and short cells for people."""
     short = short_ids(i for e in entries for i in (e.checkpoint_id, e.parent_id))
-    render.rows(
-        env,
-        [_entry_record(e) for e in entries],
-        ["checkpoint", "step", "source", "next", "writes", "created_at", "parent"],
-        [
-            [
-                short[e.checkpoint_id],
-                e.step,
-                e.source,
-                ",".join(e.next) or "-",
-                ",".join(e.writes) or "-",
-                e.created_at,
-                short.get(e.parent_id or "", "-"),
-            ]
-            for e in entries
-        ],
-        fields=ENTRY_FIELDS,
-        empty=f"no checkpoints in thread '{thread}' match",
-    )
+    headers = ["checkpoint", "step", "source", "next", "writes", "created_at", "parent"]
+    cells = [
+        [short[e.checkpoint_id], e.step, e.source, ",".join(e.next) or "-",
+         ",".join(e.writes) or "-", e.created_at, short.get(e.parent_id or "", "-")]
+        for e in entries
+    ]  # fmt: skip
+    return [_entry_record(e) for e in entries], headers, cells
 
 
 ENTRY_FIELDS = [
