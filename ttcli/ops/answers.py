@@ -12,7 +12,9 @@ from ttcli.savers.base import BaseSaver
 
 
 def waiting_ids(saver: BaseSaver, ref: CheckpointRef) -> list[str]:
-    """The ids of the interrupts the thread's latest checkpoint waits on, oldest task first.
+    """The ids of the interrupts the thread's latest checkpoint waits on, oldest task first:
+    those of every task that asked and has not finished, answered or not (a resume killed
+    after storing its answer goes on with the same answer; the runtime refuses another).
 
     Raises:
         ThreadNotFoundError: the thread has no checkpoints.
@@ -21,7 +23,7 @@ def waiting_ids(saver: BaseSaver, ref: CheckpointRef) -> list[str]:
     if latest is None:
         raise ThreadNotFoundError(ref.thread_id)
     views = tasks(latest, saver.get_writes(latest.config))
-    return [str(i.id) for t in views if t.waiting for i in t.interrupts]
+    return [str(i.id) for t in views if t.result is None for i in t.interrupts]
 
 
 def answer(saver: BaseSaver, ref: CheckpointRef, value: Any, given_id: str | None) -> Command:
