@@ -22,9 +22,9 @@ from ttcli.configs import CheckpointRef
 from ttcli.errors import ConfigError, StorageError
 from ttcli.graph.messages import AIMessage, HumanMessage
 from ttcli.ops.prune import PrunePolicy, execute_prune, plan_prune
-from ttcli.savers import sqlite_copy
 from ttcli.savers.base import BaseSaver
 from ttcli.savers.sqlite import SqliteSaver
+from ttcli.savers.sqlite import copy as sqlite_copy
 
 API = SimpleNamespace(
     StateGraph=StateGraph, START=START, END=END, interrupt=interrupt, Send=Send, Command=Command
@@ -210,21 +210,6 @@ def test_rows_older_than_the_target_thread_are_placed_among_its_rows(
             assert [target.get_tuple(config("t", i)) for i in own] == before
             assert target.child_ids(config("t", first)) == [second]
             assert target.integrity_problems() == []
-
-
-def test_a_child_older_than_its_parent_is_archived_readable(db_path: Path, tmp_path: Path) -> None:
-    from ttcli.uuid6 import new_id
-
-    with SqliteSaver.from_conn_string(db_path) as saver:
-        early = new_id(1)  # another process's clock was behind
-        (root,) = put_chain(saver, steps=1)
-        child = make_checkpoint(1, n=1, log=["x" * 60])
-        child["id"] = early
-        saver.put(config("t", root), child, {"source": "loop", "step": 1, "parents": {}}, {})
-        assert early < root
-        with SqliteSaver.from_conn_string(tmp_path / "archive.db") as target:
-            assert saver.copy_rows(config("t"), root, target) == 1  # the child, not its parent
-            assert target.get_tuple(config("t", early)) == saver.get_tuple(config("t", early))
 
 
 @pytest.mark.parametrize("deleter", ["this saver", "another process"])

@@ -234,7 +234,7 @@ BAD = [
     Bad("api-unserialisable-value",
         api(lambda g, s: g.invoke({**REQUEST, "request": object()}, {"configurable": {"thread_id": "u"}})),
         SerializationError,
-        r"cannot store __start__.request: type builtins.object is not serialisable; use plain data, a dataclass or an enum, or register the type with ttcli.savers.serde.register"),
+        r"cannot store __start__.request: type builtins.object is not serialisable; use plain data, a dataclass, a named tuple, an enum or a pydantic model"),
     Bad("api-unknown-as-node", api(lambda g, s: g.update_state(THREAD, {"tool": "x"}, as_node="nope")),
         InvalidUpdateError, r"Node nope does not exist"),
     Bad("api-update-not-a-dict", api(lambda g, s: g.update_state(THREAD, [1, 2], as_node="plan")),

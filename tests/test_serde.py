@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import builtins
+import copy
 import dataclasses
 import datetime as dt
 import enum
+import pickle
 import uuid
 from collections import namedtuple
 from decimal import Decimal
@@ -16,7 +18,16 @@ import msgpack
 import pydantic
 import pytest
 
-from ttcli import AIMessage, HumanMessage, Message, ToolMessage
+from ttcli import (
+    AIMessage,
+    Command,
+    HumanMessage,
+    Interrupt,
+    Message,
+    Send,
+    Serializer,
+    ToolMessage,
+)
 from ttcli.errors import CorruptValueError, SerializationError
 from ttcli.savers import serde
 
@@ -38,7 +49,7 @@ class User(pydantic.BaseModel):
 
 Pair = namedtuple("Pair", ["left", "right"])
 
-serde.register(Color, Point, User, Pair)
+SERDE = Serializer(types=[Color, Point, User, Pair])
 
 VALUES: list[tuple[str, Any]] = [
     ("none", None),
@@ -69,12 +80,15 @@ VALUES: list[tuple[str, Any]] = [
     ("tool-message", ToolMessage("42", id=None, tool_call_id="call-1")),
     ("other-message", Message("x", type="function", id="f")),
     ("nested", {"messages": [HumanMessage("a", id="1")], "when": dt.date(2026, 1, 1)}),
+    ("interrupt", Interrupt({"question": "ok?"}, "i1")),
+    ("send", Send("node", Point(2))),
+    ("command", Command(resume="yes", goto=[Send("n", 1)])),
 ]
 
 
 @pytest.mark.parametrize("value", [v for _, v in VALUES], ids=[n for n, _ in VALUES])
 def test_round_trip(value: Any) -> None:
-    decoded = serde.loads(serde.dumps(value))
+    decoded = SERDE.loads(SERDE.dumps(value))
     assert decoded == value
     assert type(decoded) is type(value)
 
@@ -98,6 +112,43 @@ def test_unregistered_types_decode_to_inert_marked_data() -> None:
     assert decoded["data"] == {"token": "t"}
     assert decoded[serde.TYPE_MARKER].endswith("<locals>.Secret")
     assert serde.loads(serde.dumps(Mood.HAPPY))["value"] == 1
+
+
+def test_a_type_registered_on_one_serializer_is_unknown_to_another() -> None:
+    data = serde.dumps(Point(1))
+    assert Serializer(types=[Point]).loads(data) == Point(1)
+    plain = {serde.TYPE_MARKER: f"{__name__}.Point", "data": {"x": 1, "tags": ()}}
+    assert Serializer().loads(data) == plain
+    registered = Serializer()
+    registered.register(Point)
+    assert registered.loads(data) == Point(1)
+    assert serde.loads(data) == Serializer().loads(data)
+
+
+@pytest.mark.parametrize("value", [Point(1, ("a",)), Color.RED, [{"p": Point(2)}]])
+def test_a_class_the_serializer_does_not_know_is_stored_again_as_it_was(value: Any) -> None:
+    data = serde.dumps(value)
+    plain = Serializer().loads(data)
+    assert serde.dumps(plain) == data
+    assert serde.dumps(copy.deepcopy(plain)) == data
+    assert serde.dumps(pickle.loads(pickle.dumps(plain))) == data
+    assert SERDE.loads(serde.dumps(plain)) == value
+
+
+def test_marked_data_changed_by_hand_is_stored_as_plain_data() -> None:
+    plain = Serializer().loads(serde.dumps(Point(1)))
+    plain["extra"] = 1
+    assert serde.loads(serde.dumps(plain)) == plain
+    assert SERDE.loads(serde.dumps(plain)) == plain  # no longer a Point's stored form
+
+
+def test_ttcli_own_types_keep_the_names_they_were_first_stored_under() -> None:
+    # the file format: Interrupt and Send were first defined in ttcli.runtime.commands
+    fields = {"value": "q", "id": "i", "response_schema": None}
+    stored = ["ttcli.runtime.commands.Interrupt", fields]
+    expected = msgpack.packb(msgpack.ExtType(serde.OBJECT, msgpack.packb(stored)))
+    assert serde.dumps(Interrupt("q", "i")) == expected
+    assert Serializer().loads(expected) == Interrupt("q", "i")
 
 
 def _forged(code: int, payload: Any) -> bytes:
@@ -166,7 +217,9 @@ def test_unserialisable_values_name_their_path_and_type(value: Any, path: str) -
     with pytest.raises(SerializationError) as info:
         serde.dumps(value, path="messages")
     assert str(info.value).startswith(f"cannot store {path}: type ")
-    assert "register the type with ttcli.savers.serde.register" in str(info.value)
+    assert str(info.value).endswith(
+        "use plain data, a dataclass, a named tuple, an enum or a pydantic model"
+    )
 
 
 def test_equal_sets_encode_to_equal_bytes() -> None:

@@ -26,9 +26,9 @@ from ttcli.errors import (
     SerializationError,
     StorageError,
 )
-from ttcli.savers import blobs, records, serde
-from ttcli.savers.migrations import SCHEMA_VERSION
+from ttcli.savers import blob_writer, records, serde
 from ttcli.savers.sqlite import SqliteSaver
+from ttcli.savers.sqlite.migrations import SCHEMA_VERSION
 
 ROOT = Path(__file__).parent.parent
 
@@ -146,7 +146,7 @@ def test_a_growing_message_list_stores_each_message_once(db_path: Path) -> None:
 def test_long_append_chains_get_keyframes_and_read_the_same(
     db_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(blobs, "CHAIN_DEPTH_MIN", 4)
+    monkeypatch.setattr(blob_writer, "CHAIN_DEPTH_MIN", 4)
     with SqliteSaver.from_conn_string(db_path) as saver:
         app = chat_app(saver)
         cfg = {"configurable": {"thread_id": "chat"}}

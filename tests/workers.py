@@ -76,7 +76,7 @@ class LoggingSaver(SqliteSaver):
     ) -> RunnableConfig:
         saved = super().put(config, checkpoint, metadata, new_versions)
         self.stored.append(checkpoint["id"])
-        if not self._batch_depth:  # committed already
+        if not self.in_batch:  # committed already
             self._committed()
         return saved
 
@@ -88,7 +88,7 @@ class LoggingSaver(SqliteSaver):
         except BaseException:
             self.stored.clear()  # rolled back
             raise
-        if not self._batch_depth:
+        if not self.in_batch:
             self._committed()
 
     def _committed(self) -> None:

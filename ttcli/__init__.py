@@ -18,22 +18,25 @@ if TYPE_CHECKING:
     )
     from ttcli.graph.builder import StateGraph
     from ttcli.graph.constants import END, START
-    from ttcli.graph.messages import (
-        AIMessage,
-        HumanMessage,
-        Message,
-        MessagesState,
-        RemoveMessage,
-        SystemMessage,
-        ToolMessage,
-        add_messages,
-    )
-    from ttcli.runtime.commands import Command, Interrupt, Send, interrupt
+    from ttcli.graph.messages import MessagesState, add_messages
+    from ttcli.runtime.commands import interrupt
     from ttcli.runtime.compiled import CompiledStateGraph
     from ttcli.runtime.types import PregelTask, StateSnapshot
     from ttcli.savers.base import BaseSaver, CheckpointTuple
     from ttcli.savers.memory import InMemorySaver, MemorySaver
+    from ttcli.savers.serde import Serializer
     from ttcli.savers.sqlite import SqliteSaver
+    from ttcli.values import (
+        AIMessage,
+        Command,
+        HumanMessage,
+        Interrupt,
+        Message,
+        RemoveMessage,
+        Send,
+        SystemMessage,
+        ToolMessage,
+    )
 
 __version__ = "0.1.0"
 
@@ -57,6 +60,7 @@ __all__ = [
     "RemoveMessage",
     "START",
     "Send",
+    "Serializer",
     "SqliteSaver",
     "StateGraph",
     "StateSnapshot",
@@ -75,17 +79,8 @@ _WHERE = {
     "StateGraph": "ttcli.graph.builder",
     "END": "ttcli.graph.constants",
     "START": "ttcli.graph.constants",
-    "AIMessage": "ttcli.graph.messages",
-    "HumanMessage": "ttcli.graph.messages",
-    "Message": "ttcli.graph.messages",
     "MessagesState": "ttcli.graph.messages",
-    "RemoveMessage": "ttcli.graph.messages",
-    "SystemMessage": "ttcli.graph.messages",
-    "ToolMessage": "ttcli.graph.messages",
     "add_messages": "ttcli.graph.messages",
-    "Command": "ttcli.runtime.commands",
-    "Interrupt": "ttcli.runtime.commands",
-    "Send": "ttcli.runtime.commands",
     "interrupt": "ttcli.runtime.commands",
     "CompiledStateGraph": "ttcli.runtime.compiled",
     "PregelTask": "ttcli.runtime.types",
@@ -94,7 +89,17 @@ _WHERE = {
     "CheckpointTuple": "ttcli.savers.base",
     "InMemorySaver": "ttcli.savers.memory",
     "MemorySaver": "ttcli.savers.memory",
+    "Serializer": "ttcli.savers.serde",
     "SqliteSaver": "ttcli.savers.sqlite",
+    "AIMessage": "ttcli.values",
+    "Command": "ttcli.values",
+    "HumanMessage": "ttcli.values",
+    "Interrupt": "ttcli.values",
+    "Message": "ttcli.values",
+    "RemoveMessage": "ttcli.values",
+    "Send": "ttcli.values",
+    "SystemMessage": "ttcli.values",
+    "ToolMessage": "ttcli.values",
 }
 
 

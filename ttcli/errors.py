@@ -11,6 +11,7 @@ Messages say what was wrong and which thing it was, in one line.
     ├── InputError (ValueError)             a command-line value that cannot be used (JSON, ref...)
     │   └── AmbiguousRefError               a ref prefix that several checkpoints share
     ├── InvalidFilterError (ValueError)     a history filter key that is not a plain name
+    ├── AnswerConflictError (ValueError)    a second, different answer to one interrupt
     ├── SerializationError (TypeError)      a state value the saver cannot store (names its path)
     ├── StorageError                        the database file cannot be used as a ttcli database
     │   ├── SchemaVersionError              written by a newer ttcli
@@ -72,6 +73,17 @@ class AmbiguousRefError(InputError):
 
 class InvalidFilterError(TtcliError, ValueError):
     """A metadata filter key that could reach the storage layer as code."""
+
+
+class AnswerConflictError(TtcliError, ValueError):
+    """An interrupt already has a stored answer and another one was sent: the first stays."""
+
+    def __init__(self, answer: object, thread_id: str) -> None:
+        super().__init__(
+            f"an interrupt of thread '{thread_id}' was already answered with {answer!r}: "
+            "send the same answer to go on"
+        )
+        self.answer = answer
 
 
 class SerializationError(TtcliError, TypeError):

@@ -18,15 +18,34 @@ _lock = threading.Lock()
 _last_timestamp = 0
 
 
-def new_id(step: int) -> str:
-    """A fresh id, strictly greater than the previous one made by this process."""
+def new_id(step: int, *, after: str | None = None) -> str:
+    """A fresh id: greater than the previous one this process made from its clock, and than
+    `after` (the parent's id, or the thread's latest), so a child sorts after its parent even
+    when the process that wrote the parent had a clock running ahead of ours."""
     global _last_timestamp
+    floor = _timestamp(after) if after else 0
     with _lock:
-        timestamp = max(time.time_ns() // 100 + GREGORIAN_OFFSET, _last_timestamp + 1)
-        _last_timestamp = timestamp
+        now = max(time.time_ns() // 100 + GREGORIAN_OFFSET, _last_timestamp + 1)
+        _last_timestamp = now
+    # a parent from a clock ahead of ours moves this id only, not the process's clock: the
+    # next thread's ids carry the right time again
+    timestamp = max(now, floor + 1)
     # the node bits only have to differ between processes: os.urandom is enough (and
     # importing `secrets` would cost every command-line start 3 ms)
     return _format(timestamp, 0x8000 | (step & 0x3FFF), int.from_bytes(os.urandom(6), "big"))
+
+
+def _timestamp(checkpoint_id: str) -> int:
+    """The 60-bit UUIDv6 timestamp of an id (0 for an id that is not a UUIDv6)."""
+    try:
+        raw = uuid.UUID(checkpoint_id).int
+    except (TypeError, ValueError, AttributeError):
+        return 0
+    return _timestamp_of(raw) if (raw >> 76) & 0xF == 6 else 0
+
+
+def _timestamp_of(raw: int) -> int:
+    return (raw >> 80) << 12 | (raw >> 64) & 0xFFF
 
 
 def id_micros(checkpoint_id: str | bytes) -> int | None:
@@ -40,8 +59,7 @@ def id_micros(checkpoint_id: str | bytes) -> int | None:
             return None
     if (raw >> 76) & 0xF != 6:  # the version
         return None
-    timestamp = (raw >> 80) << 12 | (raw >> 64) & 0xFFF
-    return (timestamp - GREGORIAN_OFFSET) // 10
+    return (_timestamp_of(raw) - GREGORIAN_OFFSET) // 10
 
 
 def id_time(checkpoint_id: str) -> datetime:

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from ttcli.errors import (
+    AnswerConflictError,
     ConfigError,
     DatabaseBusyError,
     EmptyInputError,
@@ -45,6 +46,7 @@ EXIT_CODES: list[tuple[type[Exception], int]] = [
     (NodeError, 1),
     (InputError, 2),
     (InvalidFilterError, 2),
+    (AnswerConflictError, 2),
     (InvalidUpdateError, 2),
     (EmptyInputError, 2),
     (ConfigError, 2),
@@ -100,6 +102,15 @@ class TtcliGroup(click.Group):
         found = getattr(importlib.import_module(f"ttcli.cli.{module}"), cmd_name.replace("-", "_"))
         assert isinstance(found, click.Command)
         return found
+
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        name, command, rest = super().resolve_command(ctx, args)
+        # the commands of cli/read.py and cli/blame.py only read: they open the file so that
+        # it never changes
+        ctx.ensure_object(Env).readonly = COMMANDS.get(name or "") in ("read", "blame")
+        return name, command, rest
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         if not args:  # `ttcli` alone: the help, not a usage error
@@ -183,6 +194,8 @@ class Env:
     db: str = "ttcli.db"
     format: str = "table"
     busy_timeout: float = 30.0
+    #: the command only reads: the file is opened so that nothing can change it
+    readonly: bool = False
     _saver: SqliteSaver | None = field(default=None, repr=False)
 
     @property
@@ -213,7 +226,9 @@ class Env:
                 )
             from ttcli.savers.sqlite import SqliteSaver
 
-            self._saver = SqliteSaver(self.db, busy_timeout=self.busy_timeout)
+            self._saver = SqliteSaver(
+                self.db, busy_timeout=self.busy_timeout, readonly=self.readonly and not create
+            )
         return self._saver
 
     def close(self) -> None:

@@ -1,8 +1,7 @@
-"""Chat messages as plain dicts, and the `add_messages` reducer, without LangChain.
+"""Chat messages coerced from dicts, tuples and strings, and the `add_messages` reducer.
 
-A message is a `Message`: a dict (`{"type": "human", "content": "hi", "id": "..."}`) that
-also answers attribute access (`m.type`, `m.content`), so code written against LangChain
-messages reads the same and the stored form stays plain data.
+The message classes themselves live in `ttcli.values` (so every saver can rebuild them) and
+are re-exported here, where LangGraph users look for them.
 """
 
 from __future__ import annotations
@@ -12,6 +11,33 @@ import uuid
 from collections.abc import Sequence
 from itertools import repeat
 from typing import Annotated, Any, TypedDict
+
+from ttcli.values import (
+    MESSAGE_CLASSES,
+    AIMessage,
+    HumanMessage,
+    Message,
+    RemoveMessage,
+    SystemMessage,
+    ToolMessage,
+    copy_message,
+    rebuild,
+)
+
+__all__ = [
+    "REMOVE_ALL_MESSAGES",
+    "AIMessage",
+    "HumanMessage",
+    "Message",
+    "MessagesState",
+    "RemoveMessage",
+    "SystemMessage",
+    "ToolMessage",
+    "add_messages",
+    "copy_message",
+    "rebuild",
+    "to_message",
+]
 
 REMOVE_ALL_MESSAGES = "__remove_all__"
 
@@ -25,60 +51,6 @@ _ROLE_TO_TYPE = {
     "tool": "tool",
     "function": "function",
     "remove": "remove",
-}
-
-
-class Message(dict[str, Any]):
-    """A chat message: a dict with `type`, `content` and `id`, readable as attributes."""
-
-    message_type = ""
-
-    def __init__(self, content: Any = "", **fields: Any) -> None:
-        fields.setdefault("type", self.message_type or fields.get("type", "human"))
-        super().__init__(type=fields.pop("type"), content=content, **fields)
-        self.setdefault("id", None)
-
-    def __getattr__(self, name: str) -> Any:
-        try:
-            return self[name]
-        except KeyError:
-            raise AttributeError(name) from None
-
-    def __repr__(self) -> str:
-        fields = ", ".join(f"{key}={value!r}" for key, value in self.items() if key != "type")
-        if type(self) is Message:
-            fields = f"type={self.get('type')!r}, {fields}"
-        return f"{type(self).__name__}({fields})"
-
-
-class HumanMessage(Message):
-    message_type = "human"
-
-
-class AIMessage(Message):
-    message_type = "ai"
-
-
-class SystemMessage(Message):
-    message_type = "system"
-
-
-class ToolMessage(Message):
-    message_type = "tool"
-
-
-class RemoveMessage(Message):
-    """Removes the message with this id when passed through `add_messages`."""
-
-    message_type = "remove"
-
-    def __init__(self, id: str, **fields: Any) -> None:  # noqa: A002 - LangChain's keyword
-        super().__init__("", id=id, **fields)
-
-
-_CLASSES: dict[str, type[Message]] = {
-    cls.message_type: cls
-    for cls in (HumanMessage, AIMessage, SystemMessage, ToolMessage, RemoveMessage)
 }
 
 
@@ -102,23 +74,11 @@ def to_message(value: Any) -> Message:
     raise ValueError(f"Unsupported message type: {type(value).__name__} ({value!r})")
 
 
-def rebuild(
-    message_type: str, content: Any, message_id: str | None, fields: dict[str, Any]
-) -> Message:
-    """A stored message back as its class (no coercion: it was checked when written)."""
-    if message_type == RemoveMessage.message_type:
-        return RemoveMessage(id=str(message_id), **fields)
-    cls = _CLASSES.get(message_type)
-    if cls is None:
-        return Message(content, type=message_type, id=message_id, **fields)
-    return cls(content, id=message_id, **fields)
-
-
 def _make(role: str, fields: dict[str, Any]) -> Message:
     message_type = _ROLE_TO_TYPE.get(role)
     if message_type is None:
         raise ValueError(f"Unknown message role {role!r}; use one of {sorted(_ROLE_TO_TYPE)}")
-    cls = _CLASSES.get(message_type, Message)
+    cls = MESSAGE_CLASSES.get(message_type, Message)
     content = fields.pop("content", "")
     if cls is RemoveMessage:
         return RemoveMessage(**fields)
@@ -164,13 +124,6 @@ def add_messages(left: Sequence[Any] | Any, right: Sequence[Any] | Any) -> list[
             index[message.id] = len(merged)
             merged.append(message)
     return [m for m in merged if m.id not in removed] if removed else merged
-
-
-def copy_message(message: Message) -> Message:
-    """A shallow copy of the same class (fields are shared, so a nested value is too)."""
-    copied = type(message).__new__(type(message))
-    dict.update(copied, message)
-    return copied
 
 
 def _messages(value: Sequence[Any] | Any) -> list[Message]:

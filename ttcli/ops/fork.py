@@ -27,7 +27,9 @@ def fork(saver: BaseSaver, saved: CheckpointTuple) -> RunnableConfig:
     """
     step = int(saved.metadata.get("step", -1)) + 1
     checkpoint = copy.deepcopy(saved.checkpoint)
-    checkpoint["id"] = new_id(step)
+    # after the thread's newest too, so that the fork is its latest checkpoint
+    newest = saver.checkpoint_ids(saver.ref(saved.config).at(None).to_config(), limit=1)
+    checkpoint["id"] = new_id(step, after=max([saved.checkpoint["id"], *newest]))
     checkpoint["ts"] = id_time(checkpoint["id"]).isoformat()
     metadata = {
         "source": "fork",

@@ -1,4 +1,5 @@
-"""Checking a database: the storage's own consistency check, then every checkpoint decoded.
+"""Checking a database: the storage's own consistency check (SQLite's, SQL objects the
+format does not define, kept counts, blob links), then every checkpoint decoded.
 
 Nothing found in a file is imported or run: a value of a type that is not rebuilt reads as
 `{"$type": name, ...}`. `verify` reports such values, and flags as problems the ones that
@@ -48,7 +49,7 @@ class Report:
 def verify(saver: BaseSaver) -> Report:
     report = Report()
     for text in saver.integrity_problems():
-        report.findings.append(Finding("-", "-", "file", f"integrity check: {text}", True))
+        report.findings.append(Finding("-", "-", "file", text, True))
     for summary in saver.list_threads():
         report.threads += 1
         ref = CheckpointRef(summary.thread_id, summary.checkpoint_ns)

@@ -36,14 +36,17 @@ def new_checkpoint(
     channels: Mapping[str, Channel],
     step: int,
     updated: set[str] | None,
+    *,
+    latest: str | None = None,
 ) -> Checkpoint:
-    """A checkpoint of the channels as they are now, with a fresh id."""
+    """A checkpoint of the channels as they are now, with a fresh id that sorts after its
+    parent `previous` and after the thread's `latest` checkpoint, whatever the clocks."""
     values = {}
     for name, channel in channels.items():
         value = channel.checkpoint()
         if value is not MISSING:
             values[name] = value
-    checkpoint_id = new_id(step)
+    checkpoint_id = new_id(step, after=max(previous["id"], latest or ""))
     return Checkpoint(
         v=1,
         id=checkpoint_id,

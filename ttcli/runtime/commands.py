@@ -1,55 +1,29 @@
 """Human-in-the-loop and dynamic routing: `interrupt`, `Command`, `Send`, `Interrupt`.
 
 Names and behaviour follow LangGraph's `langgraph.types`, so `from ttcli import interrupt,
-Command, Send` is the only change a ported graph needs.
+Command, Send` is the only change a ported graph needs. The value types themselves live in
+`ttcli.values` (so every saver can rebuild them) and are re-exported here.
 """
 
 from __future__ import annotations
 
 import contextvars
 import hashlib
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-from ttcli.savers import serde
+from ttcli.values import Command, Interrupt, Send
 
-
-@dataclass(frozen=True)
-class Interrupt:
-    """What a paused node asked for; answer it with `Command(resume=...)`."""
-
-    value: Any
-    #: answers a specific interrupt with `Command(resume={id: value})`
-    id: str
-    response_schema: dict[str, Any] | None = None
-
-
-@dataclass(frozen=True)
-class Send:
-    """Run `node` with `arg` as its input in the next superstep (map-reduce fan-out)."""
-
-    node: str
-    arg: Any
-
-
-@dataclass(frozen=True)
-class Command:
-    """Returned by a node, or given as input: update the state, go to nodes, answer interrupts."""
-
-    graph: str | None = None
-    update: Any = None
-    resume: Any = None
-    goto: str | Send | Sequence[str | Send] = field(default=())
-
-    def destinations(self) -> list[str | Send]:
-        if isinstance(self.goto, str | Send):
-            return [self.goto]
-        return list(self.goto)
-
-
-# stored in channels and pending writes, so the saver may rebuild them
-serde.register(Interrupt, Send)
+__all__ = [
+    "Command",
+    "GraphInterrupt",
+    "Interrupt",
+    "Send",
+    "TaskScratchpad",
+    "interrupt",
+    "interrupt_id",
+    "run_in_task",
+]
 
 
 class GraphInterrupt(Exception):  # noqa: N818 - LangGraph's name

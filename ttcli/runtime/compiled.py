@@ -13,7 +13,6 @@ from ttcli.runtime import history, update
 from ttcli.runtime.loop import Run
 from ttcli.runtime.plan import GraphPlan
 from ttcli.runtime.types import StateSnapshot
-from ttcli.savers import serde
 from ttcli.savers.base import BaseSaver
 
 if TYPE_CHECKING:
@@ -36,12 +35,23 @@ class CompiledStateGraph:
     ) -> None:
         self.builder = builder
         self.plan = GraphPlan(builder)
-        # the state schema's own types may be rebuilt from stored data; nothing else is
-        serde.register(*schema_types(builder.state_schema))
         self.checkpointer = checkpointer
         self.interrupt_before_nodes = tuple(interrupt_before)
         self.interrupt_after_nodes = tuple(interrupt_after)
         self.name = name
+
+    @property
+    def checkpointer(self) -> BaseSaver | None:
+        return self._checkpointer
+
+    @checkpointer.setter
+    def checkpointer(self, saver: BaseSaver | None) -> None:
+        # the state schema's own types may be rebuilt from what this saver stores (a saver
+        # written elsewhere may have no serializer of ttcli's)
+        serde = getattr(saver, "serde", None)
+        if serde is not None:
+            serde.register(*schema_types(self.builder.state_schema))
+        self._checkpointer = saver
 
     @property
     def nodes(self) -> Mapping[str, Any]:

@@ -136,13 +136,11 @@ class Run:
         self.channels = self.plan.restore(self.checkpoint["channel_values"])
         self.step = int(self.metadata["step"]) + 1
         self.stop = self.step + self.limit + 1
-        self.superseded = bool(
-            saved
-            and self.ref.checkpoint_id
-            and self.saver is not None
-            and (latest := self.saver.get_tuple(self.ref.at(None).to_config())) is not None
-            and latest.checkpoint["id"] != saved.checkpoint["id"]
-        )
+        #: the thread's newest id: new checkpoints sort after it, even if a clock ran ahead
+        self.latest_id = saved.checkpoint["id"] if saved else None
+        if saved and self.ref.checkpoint_id and self.saver is not None:
+            self.latest_id = self.saver.checkpoint_ids(self.ref.at(None).to_config(), limit=1)[0]
+        self.superseded = bool(saved and self.latest_id != saved.checkpoint["id"])
 
     def _first(self) -> Iterator[Chunk]:
         command = self.input if isinstance(self.input, Command) else None
@@ -200,7 +198,7 @@ class Run:
         tasks = prepare_tasks(
             self.plan, self.checkpoint, self.channels, self.step, self.ref.checkpoint_ns
         )
-        answered = answers(tasks, records(self.pending), command.resume)
+        answered = answers(tasks, records(self.pending), command.resume, self.ref.thread_id)
         for task in tasks:
             if task.id in answered:
                 self._save_writes(task.id, task.path_text, [(RESUME, answered[task.id])])
@@ -326,7 +324,9 @@ class Run:
     def _put_checkpoint(
         self, source: str, writes: dict[str, Any] | None, updated: set[str] | None
     ) -> Iterator[Chunk]:
-        checkpoint = new_checkpoint(self.checkpoint, self.channels, self.step, updated)
+        checkpoint = new_checkpoint(
+            self.checkpoint, self.channels, self.step, updated, latest=self.latest_id
+        )
         metadata = checkpoint_metadata(self.config, source, self.step, writes)
         parent_config = self.parent.to_config() if self.parent.checkpoint_id else None
         if self.saver is not None:
@@ -339,6 +339,7 @@ class Run:
         self.checkpoint, self.metadata, self.pending = checkpoint, metadata, []
         self.stored_versions = dict(checkpoint["channel_versions"])
         self.parent = self.ref.at(checkpoint["id"])
+        self.latest_id = checkpoint["id"]
         self.step += 1
         if self.debug:
             snapshot = snapshot_of(

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ttcli.errors import ConfigError
+from ttcli.errors import AnswerConflictError, ConfigError
 from ttcli.graph.constants import ERROR, INTERRUPT, NO_WRITES, NULL_TASK_ID, RESUME
 from ttcli.runtime.algo import Task
 from ttcli.runtime.commands import Interrupt, interrupt_id
@@ -41,6 +41,12 @@ class TaskRecord:
     error: str | None = None
     interrupts: tuple[Interrupt, ...] = ()
     resume: list[Any] = field(default_factory=list)
+
+    def answered(self) -> bool:
+        """It raised an interrupt that has its answer, and has not run with it yet."""
+        return (
+            not self.finished and bool(self.interrupts) and len(self.resume) >= len(self.interrupts)
+        )
 
     def waiting_on(self, task: Task) -> Interrupt | None:
         """The interrupt this task waits on that has no answer yet, if any."""
@@ -75,7 +81,7 @@ def null_writes(pending: Iterable[PendingWrite]) -> list[Write]:
 
 
 def answers(
-    tasks: Sequence[Task], found: dict[str, TaskRecord], resume: Any
+    tasks: Sequence[Task], found: dict[str, TaskRecord], resume: Any, thread_id: str
 ) -> dict[str, list[Any]]:
     """The new answer lists of the tasks a `Command(resume=...)` answers, by task id.
 
@@ -101,6 +107,20 @@ def answers(
             chosen.append((waiting[key], value))
     elif len(waiting) > 1:
         raise RuntimeError(MULTIPLE_INTERRUPTS)
+    elif not waiting:
+        _check_answered_again(tasks, found, resume, thread_id)
+        chosen = []
     else:
         chosen = [(task, resume) for task in waiting.values()]
     return {task.id: [*found.get(task.id, TaskRecord()).resume, value] for task, value in chosen}
+
+
+def _check_answered_again(
+    tasks: Sequence[Task], found: dict[str, TaskRecord], resume: Any, thread_id: str
+) -> None:
+    """An answer to an interrupt that already has one (stored, its node not run yet): the
+    same answer again is harmless, another one is refused (the first stays)."""
+    for task in tasks:
+        record = found.get(task.id)
+        if record is not None and record.answered() and record.resume[-1] != resume:
+            raise AnswerConflictError(record.resume[-1], thread_id)

@@ -37,6 +37,7 @@ def update_state(
     step = int(saved.metadata["step"]) + 1 if saved else 0
     channels = plan.restore(checkpoint["channel_values"])
     parent = ref.at(saved.checkpoint["id"] if saved else None)
+    latest_id = next(iter(saver.checkpoint_ids(ref.at(None).to_config(), limit=1)), None)
     pending = list(saved.pending_writes or []) if saved else []
     # of the base's pending writes only a Command's input update carries over, as in LangGraph
     if found := null_writes(pending):
@@ -45,7 +46,7 @@ def update_state(
     if isinstance(values, Command):
         if values.resume is not None:
             tasks = prepare_tasks(plan, checkpoint, channels, step, ref.checkpoint_ns)
-            answered = answers(tasks, records(pending), values.resume)
+            answered = answers(tasks, records(pending), values.resume, ref.thread_id)
             for task in tasks:
                 if task.id in answered:
                     saver.put_writes(
@@ -59,7 +60,7 @@ def update_state(
     if as_node == COPY:
         if saved is None:
             raise InvalidUpdateError("Cannot copy a non-existent checkpoint")
-        copied = new_checkpoint(checkpoint, channels, step, None)
+        copied = new_checkpoint(checkpoint, channels, step, None, latest=latest_id)
         metadata = checkpoint_metadata(config, "fork", step, None)
         copy_parent = (
             CheckpointRef.from_config(saved.parent_config) if saved.parent_config else ref.at(None)
@@ -83,7 +84,7 @@ def update_state(
         written = {node: updates}
     before = dict(checkpoint["channel_versions"])
     updated = apply_writes(checkpoint, channels, tasks)
-    new = new_checkpoint(checkpoint, channels, step, updated)
+    new = new_checkpoint(checkpoint, channels, step, updated, latest=latest_id)
     metadata = checkpoint_metadata(config, "update", step, written)
     return saver.put(
         parent.to_config(), new, metadata, new_versions(before, new["channel_versions"])

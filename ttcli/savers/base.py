@@ -4,6 +4,22 @@ The runtime only ever talks to `BaseSaver`; `InMemorySaver`, the SQLite saver an
 PostgreSQL saver all pass the same contract suite (`tests/test_saver_contract.py`).
 Method names and shapes follow LangGraph's `BaseCheckpointSaver`, so code that calls a
 checkpointer directly ports by changing imports.
+
+Invariants every saver keeps (stated once here and in `schema.sql`; `ttcli verify` checks
+what a file can break, and the contract suite checks every saver):
+
+1. Within a thread a child's id sorts after its parent's, whatever the clocks of the
+   processes that wrote them (`put` refuses one that would not; the runtime makes ids with
+   `uuid6.new_id(step, after=...)`), so the largest id is the newest checkpoint.
+2. A committed checkpoint never changes (values, metadata, parent) and disappears only by
+   `delete_thread`, `delete_checkpoints` or a prune; its pending writes only grow.
+3. Deleting checkpoints leaves every other one reading exactly as before; a child whose
+   parent went keeps `parent_config` naming it.
+4. Stored values point only at older stored values (no cycles; chains are bounded), so
+   every read ends.
+5. An interrupt's answer is stored once: a different second answer is refused
+   (`AnswerConflictError`), the same answer again is harmless (`merged_answers`).
+6. What a prune deleted with an archive is in the archive and decodes equal (`ttcli.ops.prune`).
 """
 
 from __future__ import annotations
@@ -17,7 +33,8 @@ from contextlib import AbstractContextManager, nullcontext
 from typing import Any, NamedTuple, TypedDict
 
 from ttcli.configs import CheckpointRef, RunnableConfig
-from ttcli.errors import InvalidFilterError
+from ttcli.errors import AnswerConflictError, ConfigError, InvalidFilterError
+from ttcli.savers.serde import Serializer
 
 FILTER_KEY = re.compile(r"^[A-Za-z0-9_.-]+$")
 
@@ -97,8 +114,34 @@ def metadata_matches(metadata: Mapping[str, Any], filter_: Mapping[str, Any]) ->
     return True
 
 
+def check_child_id(checkpoint_id: str, parent_id: str | None) -> None:
+    """Invariant 1: within a thread a child's id sorts after its parent's."""
+    if parent_id is not None and not checkpoint_id > parent_id:
+        raise ConfigError(
+            f"checkpoint {checkpoint_id} must sort after its parent {parent_id}: make its id "
+            "with ttcli.uuid6.new_id(step, after=parent_id)"
+        )
+
+
+def merged_answers(stored: Any, sent: Any, thread_id: str) -> Any:
+    """Invariant 5: an interrupt's answer is stored once. A task's `__resume__` write is the
+    list of its answers, one per `interrupt()` call in order; the list to store is the longer
+    of the two when one starts with the other (sending an answer again is harmless), and two
+    lists that differ are two people's different answers: the first stays."""
+    if not isinstance(stored, list) or not isinstance(sent, list):
+        return sent
+    shorter, longer = sorted((stored, sent), key=len)
+    if longer[: len(shorter)] == shorter:
+        return longer
+    given = next(a for a, b in zip(stored, sent, strict=False) if a != b)
+    raise AnswerConflictError(given, thread_id)
+
+
 class BaseSaver(ABC):
     """Stores checkpoints, their metadata and the pending writes of their tasks."""
+
+    #: encodes and decodes the values stored; each saver owns its own (see savers/serde.py)
+    serde: Serializer
 
     @abstractmethod
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
@@ -261,8 +304,11 @@ class BaseSaver(ABC):
         ids = sorted(t.checkpoint["id"] for t in self.list_metadata(config))
         found = set()
         for checkpoint_id in checkpoint_ids:
-            at = bisect.bisect_left(ids, checkpoint_id)
-            found.update(ids[max(at - 1, 0) : at + 2])
+            before, after = (
+                bisect.bisect_left(ids, checkpoint_id),
+                bisect.bisect_right(ids, checkpoint_id),
+            )
+            found.update(ids[max(before - 1, 0) : before] + ids[after : after + 1])
         return found
 
     def thread_bytes(self, config: RunnableConfig) -> int | None:
@@ -278,6 +324,65 @@ class BaseSaver(ABC):
     def ref(config: RunnableConfig) -> CheckpointRef:
         return CheckpointRef.from_config(config)
 
+    def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        """Copy every checkpoint of a thread (all namespaces), with ids, metadata, parents and
+        pending writes, into another thread, as LangGraph's `copy_thread` does. Checkpoints
+        the target has already are left as they are, so a copy interrupted halfway completes
+        when run again."""
+        for summary in self.list_threads(source_thread_id):
+            if summary.thread_id != source_thread_id:
+                continue
+            source = CheckpointRef(source_thread_id, summary.checkpoint_ns)
+            target = CheckpointRef(target_thread_id, summary.checkpoint_ns)
+            for saved in reversed(builtins.list(self.list(source.to_config()))):
+                copy_checkpoint(self, saved, self, target)
 
+    def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        """LangGraph's `prune`: `keep_latest` keeps each namespace's newest checkpoint of
+        the threads (with its pending writes), `delete` removes the threads. Time-based
+        retention with an archive is `ttcli.ops.prune`."""
+        if strategy not in ("keep_latest", "delete"):
+            raise ConfigError(f"unknown prune strategy {strategy!r}: keep_latest or delete")
+        for thread_id in thread_ids:
+            if strategy == "delete":
+                self.delete_thread(thread_id)
+                continue
+            for summary in self.list_threads(thread_id):
+                if summary.thread_id == thread_id:
+                    config = CheckpointRef(thread_id, summary.checkpoint_ns).to_config()
+                    self.delete_checkpoints(config, self.checkpoint_ids(config)[1:])
+
+
+def copy_checkpoint(
+    source: BaseSaver,
+    saved: CheckpointTuple,
+    target: BaseSaver,
+    target_ref: CheckpointRef,
+    *,
+    extra_metadata: Mapping[str, Any] | None = None,
+) -> bool:
+    """Store one checkpoint (same id, values, metadata, parent and pending writes) in
+    `target` under `target_ref`'s thread. Returns False if it was there already; a copy
+    interrupted halfway (say, between the checkpoint and its writes) completes when run again.
+    """
+    at = target_ref.at(saved.checkpoint["id"]).to_config()
+    copied = target.get_tuple(at) is None
+    if copied:
+        parent = target.ref(saved.parent_config).checkpoint_id if saved.parent_config else None
+        metadata = {**saved.metadata, **(extra_metadata or {})}
+        # no change hints: the target compares channel versions with the parent it has
+        target.put(target_ref.at(parent).to_config(), saved.checkpoint, metadata, {})
+    present = {task_id for task_id, *_ in target.get_writes(at)}
+    tasks: dict[str, tuple[str, builtins.list[tuple[str, Any]]]] = {}
+    for task_id, path, channel, value in source.get_writes(saved.config):
+        tasks.setdefault(task_id, (path, []))[1].append((channel, value))
+    for task_id, (path, writes) in tasks.items():
+        if task_id not in present:
+            target.put_writes(at, writes, task_id, path)
+    return copied
+
+
+#: The write channel of a task's answers to its interrupts (see `merged_answers`).
+RESUME = "__resume__"
 #: Fixed indices of special write channels, as LangGraph numbers them.
-WRITES_IDX_MAP = {"__error__": -1, "__scheduled__": -2, "__interrupt__": -3, "__resume__": -4}
+WRITES_IDX_MAP = {"__error__": -1, "__scheduled__": -2, "__interrupt__": -3, RESUME: -4}

@@ -1,16 +1,23 @@
-"""InMemorySaver: the saver contract held in dictionaries, for tests and notebooks."""
+"""InMemorySaver: the saver contract held in dictionaries, for tests and notebooks.
+
+Values are kept encoded by the saver's serializer, as a file would keep them: what one
+reads back is what the SQLite saver would give, and a caller mutating a returned state can
+never rewrite history.
+"""
 
 from __future__ import annotations
 
 import builtins
 import copy
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 from ttcli.configs import CheckpointRef, RunnableConfig
 from ttcli.errors import CheckpointNotFoundError
 from ttcli.savers.base import (
+    RESUME,
     WRITES_IDX_MAP,
     BaseSaver,
     Checkpoint,
@@ -18,32 +25,60 @@ from ttcli.savers.base import (
     PendingWrite,
     TaskWrite,
     ThreadSummary,
+    check_child_id,
+    merged_answers,
     metadata_matches,
     validate_filter,
 )
+from ttcli.savers.serde import Serializer
 
 _Key = tuple[str, str]  # (thread_id, checkpoint_ns)
 
 
 class _Stored:
-    __slots__ = ("checkpoint", "metadata", "parent_id", "writes")
+    __slots__ = ("checkpoint", "metadata", "parent_id", "ts", "writes")
 
-    def __init__(self, checkpoint: Checkpoint, metadata: dict[str, Any], parent_id: str | None):
+    def __init__(self, checkpoint: bytes, metadata: bytes, parent_id: str | None, ts: str):
         self.checkpoint = checkpoint
+        self.ts = ts
         self.metadata = metadata
         self.parent_id = parent_id
-        # (task_id, idx) -> (task_path, channel, value)
-        self.writes: dict[tuple[str, int], tuple[str, str, Any]] = {}
+        # (task_id, idx) -> (task_path, channel, encoded value)
+        self.writes: dict[tuple[str, int], tuple[str, str, bytes]] = {}
 
 
 class InMemorySaver(BaseSaver):
-    """Keeps every checkpoint in memory; values are deep-copied in and out so a caller
-    mutating a returned state can never rewrite history."""
+    """Keeps every checkpoint in memory, encoded by its serializer.
 
-    def __init__(self) -> None:
+    Args:
+        serde: decodes what it stores; by default a new `Serializer()` of its own.
+    """
+
+    def __init__(self, *, serde: Serializer | None = None) -> None:
+        self.serde = serde or Serializer()
         self._threads: dict[_Key, dict[str, _Stored]] = {}
         self._info: dict[str, dict[str, Any]] = {}
         self._lock = threading.RLock()
+        #: inside a batch: how to take back each of its writes
+        self._undo: list[Callable[[], None]] | None = None
+
+    @contextmanager
+    def batch(self) -> Iterator[None]:
+        """All of the block's writes, or none of them if the block raises (as the SQLite
+        saver's transaction)."""
+        with self._lock:
+            if self._undo is not None:  # part of the batch around it
+                yield
+                return
+            self._undo = []
+            try:
+                yield
+            except BaseException:
+                for undo in reversed(self._undo):
+                    undo()
+                raise
+            finally:
+                self._undo = None
 
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         ref = self.ref(config)
@@ -73,7 +108,7 @@ class InMemorySaver(BaseSaver):
                 for checkpoint_id, stored in thread.items()
                 if (ref is None or ref.checkpoint_id in (None, checkpoint_id))
                 and (before_id is None or checkpoint_id < before_id)
-                and metadata_matches(stored.metadata, wanted)
+                and (not wanted or metadata_matches(self.serde.loads(stored.metadata), wanted))
             ]
             rows.sort(key=lambda row: row[0], reverse=True)
             found = [
@@ -90,13 +125,18 @@ class InMemorySaver(BaseSaver):
         new_versions: Mapping[str, int],
     ) -> RunnableConfig:
         ref = self.ref(config)
+        check_child_id(checkpoint["id"], ref.checkpoint_id)
         stored = _Stored(
-            copy.deepcopy(checkpoint), copy.deepcopy(dict(metadata)), ref.checkpoint_id
+            self.serde.dumps(checkpoint, path="checkpoint"),
+            self.serde.dumps(dict(metadata), path="metadata"),
+            ref.checkpoint_id,
+            checkpoint["ts"],
         )
+        key, checkpoint_id = (ref.thread_id, ref.checkpoint_ns), checkpoint["id"]
         with self._lock:
-            self._threads.setdefault((ref.thread_id, ref.checkpoint_ns), {})[checkpoint["id"]] = (
-                stored
-            )
+            self._threads.setdefault(key, {})[checkpoint_id] = stored
+            if self._undo is not None:
+                self._undo.append(lambda: self._forget(key, checkpoint_id))
         return ref.at(checkpoint["id"]).to_config()
 
     def put_writes(
@@ -115,8 +155,17 @@ class InMemorySaver(BaseSaver):
                 raise CheckpointNotFoundError(str(ref.checkpoint_id), ref.thread_id)
             for position, (channel, value) in enumerate(writes):
                 idx = WRITES_IDX_MAP.get(channel, position)
-                if replace or (task_id, idx) not in stored.writes:
-                    stored.writes[(task_id, idx)] = (task_path, channel, copy.deepcopy(value))
+                before = stored.writes.get((task_id, idx))
+                if channel == RESUME and before is not None:
+                    value = merged_answers(self.serde.loads(before[2]), value, ref.thread_id)
+                if replace or before is None:
+                    stored.writes[(task_id, idx)] = (
+                        task_path,
+                        channel,
+                        self.serde.dumps(value, path=f"{channel} (pending write)"),
+                    )
+                    if self._undo is not None:
+                        self._undo.append(_restore(stored.writes, (task_id, idx), before))
 
     def get_writes(self, config: RunnableConfig) -> builtins.list[TaskWrite]:
         ref = self.ref(config)
@@ -128,7 +177,7 @@ class InMemorySaver(BaseSaver):
                 return []
             ordered = sorted(stored.writes.items(), key=lambda item: (item[1][0], *item[0]))
             return [
-                (task_id, path, channel, copy.deepcopy(value))
+                (task_id, path, channel, self.serde.loads(value))
                 for (task_id, _idx), (path, channel, value) in ordered
             ]
 
@@ -160,27 +209,43 @@ class InMemorySaver(BaseSaver):
     def list_threads(self, prefix: str = "") -> Iterator[ThreadSummary]:
         with self._lock:
             found = [
-                ThreadSummary(key[0], key[1], len(thread), latest, thread[latest].checkpoint["ts"])
+                ThreadSummary(key[0], key[1], len(thread), latest, thread[latest].ts)
                 for key, thread in sorted(self._threads.items())
                 if key[0].startswith(prefix) and thread
                 for latest in [max(thread)]
             ]
         yield from found
 
+    def _forget(self, key: _Key, checkpoint_id: str) -> None:
+        thread = self._threads.get(key, {})
+        thread.pop(checkpoint_id, None)
+        if not thread:
+            self._threads.pop(key, None)
+
     def _tuple(self, ref: CheckpointRef, checkpoint_id: str, stored: _Stored) -> CheckpointTuple:
         # sorted by (task_path, task_id, idx): the order the runtime applies writes in
         ordered = sorted(stored.writes.items(), key=lambda item: (item[1][0], *item[0]))
         writes: list[PendingWrite] = [
-            (task_id, channel, copy.deepcopy(value))
+            (task_id, channel, self.serde.loads(value))
             for (task_id, _idx), (_path, channel, value) in ordered
         ]
         return CheckpointTuple(
             config=ref.at(checkpoint_id).to_config(),
-            checkpoint=copy.deepcopy(stored.checkpoint),
-            metadata=copy.deepcopy(stored.metadata),
+            checkpoint=self.serde.loads(stored.checkpoint),
+            metadata=self.serde.loads(stored.metadata),
             parent_config=ref.at(stored.parent_id).to_config() if stored.parent_id else None,
             pending_writes=writes,
         )
+
+
+def _restore(writes: dict[Any, Any], key: Any, before: Any) -> Callable[[], None]:
+    def undo() -> None:
+        if before is None:
+            writes.pop(key, None)
+        else:
+            writes[key] = before
+
+    return undo
 
 
 #: LangGraph's older name for the same saver.

@@ -3,57 +3,35 @@
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from ttcli.errors import CorruptValueError, SerializationError
 from ttcli.savers import serde
 from ttcli.savers.blobs import entry_refs
+from ttcli.savers.serde import Serializer
 from ttcli.uuid6 import canonical_bytes, dashed
 
 #: an entry (see blobs.py) for each of a task's writes, by write index
 TaskWrites = dict[int, tuple[str, Any]]
 
 
-class Names:
-    """Channel, node and task path names interned in the `names` table."""
+class Names(Protocol):
+    """Channel, node and task path names, stored once by the backend and referred to by an
+    integer key; and the serializer the rows that use them are encoded with. The SQLite one
+    is `ttcli.savers.sqlite.names`."""
 
-    def __init__(self, conn: sqlite3.Connection) -> None:
-        self.conn = conn
-        self._keys: dict[str, int] = {}
-        self._names: dict[int, str] = {}
+    serde: Serializer
 
     def key(self, name: str) -> int:
-        """The key of a name, adding it (call inside a write transaction)."""
-        found = self._keys.get(name)
-        if found is None:
-            self._load()
-            found = self._keys.get(name)
-        if found is None:
-            found = self.conn.execute("INSERT INTO names (name) VALUES (?)", (name,)).lastrowid
-            assert found is not None
-            self._keys[name], self._names[found] = found, name
-        return found
-
-    def _load(self) -> None:
-        for found, name in self.conn.execute("SELECT name_key, name FROM names"):
-            self._names[found] = name
-            self._keys.setdefault(name, found)
+        """The key of a name, adding it (inside a write transaction)."""
 
     def name(self, key: int) -> str:
-        if key not in self._names:
-            self._load()
-        try:
-            return self._names[key]
-        except KeyError:
-            raise CorruptValueError(f"name {key} is missing from the names table") from None
+        """The name of a key (CorruptValueError if there is none)."""
 
     def forget(self) -> None:
         """Drop cached keys (after a rollback they may not exist)."""
-        self._keys.clear()
-        self._names.clear()
 
 
 KEYFRAME_DEPTH = 16  # a full state at least every this many checkpoints of a lineage
@@ -81,7 +59,7 @@ class State:
         if parent is not None and not full:
             channels = _changes(parent.channels, self.channels)
             seen = _changes(parent.versions_seen, self.versions_seen)
-        return serde.dumps(
+        return names.serde.dumps(
             [
                 self.depth,
                 {names.key(chan): entry for chan, entry in channels.items()},
@@ -105,7 +83,7 @@ class State:
 
     @staticmethod
     def depth_of(data: bytes) -> int:
-        depth = serde.loads(data)[0]
+        depth = serde.loads(data)[0]  # plain data: any serializer reads it alike
         if not isinstance(depth, int):
             raise CorruptValueError("checkpoint state has the wrong shape")
         return depth
@@ -114,7 +92,7 @@ class State:
     def decode(cls, data: bytes, names: Names, parent: State | None) -> State:
         """Decode a row's state; a delta needs its parent's resolved state."""
         try:
-            depth, channels, seen, updated, writes = serde.loads(data)
+            depth, channels, seen, updated, writes = names.serde.loads(data)
             channels = {names.name(k): entry for k, entry in channels.items()}
             seen = {
                 names.name(n): None if m is None else {names.name(c): v for c, v in m.items()}
@@ -161,7 +139,7 @@ def _apply(old: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
 
 
 def encode_pending(pending: dict[str, tuple[str, TaskWrites]], names: Names) -> bytes:
-    return serde.dumps(
+    return names.serde.dumps(
         {
             _task_key(task_id): [
                 names.key(path),
@@ -179,7 +157,7 @@ def decode_pending(data: bytes | None, names: Names) -> dict[str, tuple[str, Tas
     try:
         return {
             _task_text(task): (names.name(path), {i: (names.name(c), e) for i, c, e in writes})
-            for task, (path, writes) in serde.loads(data).items()
+            for task, (path, writes) in names.serde.loads(data).items()
         }
     except (TypeError, ValueError, AttributeError) as exc:
         raise CorruptValueError(f"pending writes have the wrong shape ({exc})") from None
@@ -220,15 +198,6 @@ def metadata_of(source: str, step: int, other: str | None, writes: Any) -> dict[
         else:
             metadata[key] = value
     return metadata
-
-
-#: the full metadata of a checkpoint row as JSON, as the checkpoint_list view shows it
-METADATA_SQL = """json_patch(
-    json_object(
-        'source', c.source, 'step', c.step, 'parents', json('{}'), 'writes', json(c.writers)
-    ),
-    coalesce(c.metadata, '{}')
-)"""
 
 
 def _task_key(task_id: str) -> bytes | str:

@@ -16,12 +16,27 @@
 --   UUID is stored as its 16 bytes, 13 reference to a blob (integer blob_key).
 -- A reader must never import or call the type names found in ext 10 and 11: ttcli rebuilds
 -- only classes the application registered and otherwise returns {"$type": name, ...}.
+-- ttcli's own Interrupt, Send and Command are ext 11 under the names ttcli.runtime.commands.*.
 --
 -- The view `checkpoint_list` at the end shows checkpoints in LangGraph's terms (text ids,
 -- ISO times, the full metadata as JSON) for sqlite3, sqlite-utils and datasette users.
 --
 -- ttcli applies this file to a new database and migrates older versions forward; a file whose
--- user_version is newer than the one below is refused, never guessed at.
+-- user_version is newer than the one below is refused, never guessed at. A file holds only
+-- these SQL objects: `ttcli verify` lists any other, a file where one of these tables is
+-- something else (a view) is refused, and so is writing to a file with a trigger on one of
+-- them (it would run on ttcli's own writes). Commands that only read never write to the file.
+--
+-- Invariants (the contract's, in ttcli/savers/base.py; `ttcli verify` checks each one a file
+-- can break, and reports every SQL object this file does not define):
+--   1. within a thread a child's id sorts after its parent's: the largest id is the latest
+--      checkpoint, and a child is always a later row than its parent;
+--   2. a committed checkpoint row never changes what it reads as, and goes only by a delete
+--      or a prune; its pending writes only grow;
+--   3. a blob's base_key and a record's references name older blobs (smaller keys), so every
+--      chain ends; an append chain gets a full copy before it grows long;
+--   4. a state delta's parent row exists (deleting a parent rewrites its children in full);
+--   5. an interrupt's answer (a __resume__ write) is stored once.
 
 PRAGMA user_version = 5;
 
@@ -72,6 +87,8 @@ CREATE TABLE checkpoints (
                                       --   [node_key, 0, channel_key] (the value that updated
                                       --   channel holds)] (metadata.writes) or nil. A value is
                                       --   inline msgpack or an ext-13 reference to a blob.
+                                      --   A delta's parent has a smaller depth (readers
+                                      --   refuse any other, and a depth over 1024).
     parent_writes  BLOB,              -- the parent's pending writes (encoded as writes.tasks),
                                       -- moved here from `writes` when this checkpoint was stored
                                       -- as the child of the thread's latest checkpoint; writes
@@ -102,7 +119,9 @@ CREATE TABLE writes (
 -- checkpoint reads it as a channel value (such blobs are never shared by pending writes or
 -- record parts). A record (is_record = 1) is a map whose large entries are ext-13
 -- references, or a single reference, so that equal values share one blob. Blobs belong to
--- one thread.
+-- one thread. A blob points only at older blobs: base_key and a record's references are
+-- smaller than blob_key, so chains never loop; and a chain of appends is at most 1,000,000
+-- blobs long (a full copy comes first). Readers refuse anything else as damage.
 CREATE TABLE blobs (
     blob_key   INTEGER PRIMARY KEY,
     base_key   INTEGER REFERENCES blobs (blob_key),

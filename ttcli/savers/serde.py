@@ -2,9 +2,19 @@
 
 Plain msgpack covers None, bool, int, float, str, bytes, lists and maps. Everything else is an
 ext type whose code is fixed here (and in `schema.sql`). Decoding never imports a module and
-never calls a name found in the file: a class is rebuilt only if it was registered (the graph's
-state schema types are, at compile time); any other typed value decodes to plain data with a
-type marker, `{"$type": "pkg.Cls", "data": {...}}`, so a hostile file yields inert dicts.
+never calls a name found in the file: a class is rebuilt only if the `Serializer` decoding it
+knows it; any other typed value decodes to plain data with a type marker,
+`{"$type": "pkg.Cls", "data": {...}}` (a `TypedData`), so a hostile file yields inert dicts.
+Stored again unchanged, such data is stored as it was read: a saver that does not know a class
+never strips it from the values it writes or copies.
+
+Each saver owns a `Serializer` (`SqliteSaver(path, serde=...)`, `InMemorySaver(serde=...)`,
+like LangGraph's `BaseCheckpointSaver(serde=)`; by default a new `Serializer()`). It always
+knows ttcli's own value types (`ttcli.values`: messages, `Interrupt`, `Send`, `Command`),
+whatever the process imported. Application types are registered on the instance, never in
+a process-wide registry: `Serializer(types=[Order])` or `saver.serde.register(Order)`, and
+compiling a graph with a saver registers its state schema's types on that saver's serializer.
+So what a stored value decodes to depends only on the saver that reads it.
 """
 
 from __future__ import annotations
@@ -13,15 +23,15 @@ import dataclasses
 import datetime as dt
 import enum
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from decimal import Decimal
 from typing import Any, NamedTuple
 
 import msgpack
 
 from ttcli.errors import CorruptValueError, SerializationError
-from ttcli.graph.messages import Message, rebuild
 from ttcli.uuid6 import canonical_bytes, dashed
+from ttcli.values import Command, Interrupt, Message, Send, rebuild
 
 # ext type codes: part of the file format, never renumber
 TUPLE, SET, FROZENSET, DATETIME, DATE, TIME, TIMEDELTA = 1, 2, 3, 4, 5, 6, 7
@@ -29,7 +39,37 @@ UUID, DECIMAL, ENUM, OBJECT, MESSAGE, REF = 8, 9, 10, 11, 12, 13
 
 TYPE_MARKER = "$type"
 
-_registry: dict[str, type] = {}
+#: ttcli's own types by the name they are stored under. The names are part of the file format:
+#: the classes were first defined in ttcli.runtime.commands and are still stored under it.
+OWN_TYPES: dict[str, type] = {
+    "ttcli.runtime.commands.Command": Command,
+    "ttcli.runtime.commands.Interrupt": Interrupt,
+    "ttcli.runtime.commands.Send": Send,
+}
+_STORED_NAMES = {cls: name for name, cls in OWN_TYPES.items()}
+
+
+class TypedData(dict[str, Any]):
+    """A value of a class its serializer does not know: `{"$type": name, "data": {...}}` (an
+    enum's: `"value"`). Plain data to read; stored again unchanged, it is stored as it was
+    read, so a saver that does not know a class never strips it from a value it copies."""
+
+    __slots__ = ("code",)
+
+    def __init__(self, code: int, name: str, data: Any) -> None:
+        super().__init__({TYPE_MARKER: name, _TYPED_KEYS[code]: data})
+        self.code = code
+
+    def __reduce__(self) -> Any:  # copies and pickles rebuild it, not a plain dict
+        payload = self.stored_form()
+        return (dict, (dict(self),)) if payload is None else (TypedData, (self.code, *payload))
+
+    def stored_form(self) -> list[Any] | None:
+        """[name, data] as the ext payload, or None once its keys were changed."""
+        key = _TYPED_KEYS[self.code]
+        if len(self) != 2 or key not in self or not isinstance(self.get(TYPE_MARKER), str):
+            return None
+        return [self[TYPE_MARKER], self[key]]
 
 
 class Ref(NamedTuple):
@@ -39,13 +79,67 @@ class Ref(NamedTuple):
 
 
 def type_name(cls: type) -> str:
-    return f"{cls.__module__}.{cls.__qualname__}"
+    """The name a class's values are stored under."""
+    return _STORED_NAMES.get(cls) or f"{cls.__module__}.{cls.__qualname__}"
 
 
-def register(*types: type) -> None:
-    """Allow these classes to be rebuilt when read back (dataclasses, enums, pydantic models)."""
-    for cls in types:
-        _registry[type_name(cls)] = cls
+class Serializer:
+    """Encodes values and decodes them, rebuilding ttcli's own types and the types given to it.
+
+    Args:
+        types: application classes (dataclasses, named tuples, enums, pydantic models) to
+            rebuild when read back; any other typed value reads back as `{"$type": ...}` data.
+    """
+
+    def __init__(self, types: Iterable[type] = ()) -> None:
+        self._types: dict[str, type] = dict(OWN_TYPES)
+        self.register(*types)
+
+    def register(self, *types: type) -> None:
+        """Rebuild these classes too when this serializer reads their values back."""
+        for cls in types:
+            self._types[type_name(cls)] = cls
+
+    def dumps(self, value: Any, *, path: str = "value") -> bytes:
+        """Encode a value (the bytes do not depend on the serializer); see `dumps`."""
+        return dumps(value, path=path)
+
+    def loads(self, data: bytes) -> Any:
+        """Decode bytes written by `dumps`.
+
+        Raises:
+            CorruptValueError: the bytes are not a complete msgpack value.
+        """
+        try:
+            return msgpack.unpackb(data, ext_hook=self._ext_hook, strict_map_key=False, raw=False)
+        except CorruptValueError:
+            raise
+        except Exception as exc:
+            detail = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+            raise CorruptValueError(f"undecodable value ({detail})") from None
+
+    def _ext_hook(self, code: int, data: bytes) -> Any:
+        payload = msgpack.unpackb(data, ext_hook=self._ext_hook, strict_map_key=False, raw=False)
+        decode = _DECODERS.get(code)
+        try:
+            if code in _TYPED_KEYS:
+                return self._typed(code, payload)
+            if decode is None:
+                return {"$undecodable": {"ext": code, "bytes": data.hex()}}
+            return decode(payload)
+        except (TypeError, ValueError) as exc:
+            raise CorruptValueError(f"undecodable ext type {code}: {exc}") from None
+
+    def _typed(self, code: int, payload: list[Any]) -> Any:
+        name, data = payload
+        cls = self._types.get(name)
+        if cls is None:
+            return TypedData(code, name, data)
+        if issubclass(cls, enum.Enum):
+            return cls(data)
+        if hasattr(cls, "model_validate"):
+            return cls.model_validate(data)
+        return cls(**data)
 
 
 def dumps(value: Any, *, path: str = "value") -> bytes:
@@ -65,24 +159,13 @@ def dumps(value: Any, *, path: str = "value") -> bytes:
             ) from None
         raise SerializationError(
             f"cannot store {where}: type {type_name(type(found))} is not serialisable; "
-            "use plain data, a dataclass or an enum, or register the type with "
-            "ttcli.savers.serde.register"
+            "use plain data, a dataclass, a named tuple, an enum or a pydantic model"
         ) from None
 
 
 def loads(data: bytes) -> Any:
-    """Decode bytes written by `dumps`.
-
-    Raises:
-        CorruptValueError: the bytes are not a complete msgpack value.
-    """
-    try:
-        return msgpack.unpackb(data, ext_hook=_ext_hook, strict_map_key=False, raw=False)
-    except CorruptValueError:
-        raise
-    except Exception as exc:
-        detail = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-        raise CorruptValueError(f"undecodable value ({detail})") from None
+    """Decode as a `Serializer()` does: ttcli's own types rebuilt, any other as plain data."""
+    return _PLAIN.loads(data)
 
 
 class _Unsupported(Exception):
@@ -115,6 +198,8 @@ def _default(obj: Any) -> Any:  # noqa: PLR0911 - one branch per supported type
         return _ext(MESSAGE, _message_payload(obj))
     if isinstance(obj, Ref):  # the commonest ext in stored states: packed by hand
         return msgpack.ExtType(REF, _packed_uint(obj.key))
+    if isinstance(obj, TypedData) and (payload := obj.stored_form()) is not None:
+        return _ext(obj.code, payload)
     if isinstance(obj, enum.Enum):
         return _ext(ENUM, [type_name(type(obj)), obj.value])
     if isinstance(obj, tuple) and hasattr(obj, "_asdict"):
@@ -194,28 +279,8 @@ _TYPED: list[tuple[type, int, Any]] = [
 ]
 
 
-def _ext_hook(code: int, data: bytes) -> Any:
-    payload = msgpack.unpackb(data, ext_hook=_ext_hook, strict_map_key=False, raw=False)
-    decode = _DECODERS.get(code)
-    if decode is None:
-        return {"$undecodable": {"ext": code, "bytes": data.hex()}}
-    try:
-        return decode(payload)
-    except (TypeError, ValueError) as exc:
-        raise CorruptValueError(f"undecodable ext type {code}: {exc}") from None
-
-
-def _typed(payload: list[Any], key: str) -> Any:
-    name, data = payload
-    cls = _registry.get(name)
-    if cls is None:
-        return {TYPE_MARKER: name, key: data}
-    if issubclass(cls, enum.Enum):
-        return cls(data)
-    if hasattr(cls, "model_validate"):
-        return cls.model_validate(data)
-    return cls(**data)
-
+# the ext types that name a class: the key their data is under when it is not rebuilt
+_TYPED_KEYS = {ENUM: "value", OBJECT: "data"}
 
 _DECODERS: dict[int, Any] = {
     TUPLE: tuple,
@@ -227,11 +292,11 @@ _DECODERS: dict[int, Any] = {
     TIMEDELTA: lambda p: dt.timedelta(days=p[0], seconds=p[1], microseconds=p[2]),
     UUID: lambda p: uuid.UUID(bytes=p),
     DECIMAL: Decimal,
-    ENUM: lambda p: _typed(p, "value"),
-    OBJECT: lambda p: _typed(p, "data"),
     MESSAGE: _message,
     REF: Ref,
 }
+
+_PLAIN = Serializer()
 
 
 def _find_unsupported(value: Any, path: str) -> tuple[str, Any] | None:

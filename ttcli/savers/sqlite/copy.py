@@ -20,11 +20,10 @@ from typing import TYPE_CHECKING, Any
 
 from ttcli.configs import CheckpointRef
 from ttcli.errors import StorageError
-from ttcli.savers import serde
 from ttcli.savers.blobs import entry_refs
-from ttcli.savers.params import chunks
 from ttcli.savers.records import State, pending_refs, state_refs, unpack_parent
 from ttcli.savers.serde import Ref
+from ttcli.savers.sqlite.params import chunks
 
 if TYPE_CHECKING:
     from ttcli.savers.sqlite import SqliteSaver
@@ -82,8 +81,8 @@ class RowCopy:
         """Copy every checkpoint below `below` that the target lacks; returns how many."""
         copied, after, unchecked = 0, b"", None
         while True:
-            with self.source.read() as sconn:
-                source_key = self.source._thread_key(sconn, self.ref)
+            with self.source.connection.read() as sconn:
+                source_key = self.source.rows.thread_key(sconn, self.ref)
                 if source_key is None:
                     return copied
                 rows = sconn.execute(
@@ -95,7 +94,7 @@ class RowCopy:
                 last, rows = len(rows) <= PAGE, rows[:PAGE]
                 with self.target.batch():
                     tconn = self.target.conn
-                    target_key = self.target._thread_key(tconn, self.ref, create=True)
+                    target_key = self.target.rows.thread_key(tconn, self.ref, create=True)
                     assert target_key is not None
                     self.notice_others(tconn)
                     self.share_names(sconn, tconn)
@@ -114,7 +113,7 @@ class RowCopy:
         since the last page, or the target saver deleted blobs (from another Python thread):
         some of them may be gone."""
         (version,) = tconn.execute("PRAGMA data_version").fetchone()
-        seen = (version, self.target.blob_deletions)
+        seen = (version, self.target.deletion.blob_deletions)
         if seen != self.version:
             self.blobs.clear()
         self.version = seen
@@ -184,6 +183,7 @@ class _Page:
         below: bytes,
     ) -> None:
         self.c, self.sconn, self.tconn = copy, sconn, tconn
+        self.serde = copy.source.serde  # both files' rows are read alike, to compare them
         self.source_key, self.target_key, self.below = source_key, target_key, below
         self.new_blobs: list[tuple[int, int | None, int, bytes]] = []
         self.copied: list[bytes] = []
@@ -195,11 +195,11 @@ class _Page:
 
     def copy(self, rows: list[Any], last: bool) -> int:
         ids = [row[0] for row in rows]
-        present = set(self.c.target._present(self.tconn, self.target_key, set(ids)))
+        present = set(self.c.target.rows.present(self.tconn, self.target_key, set(ids)))
         todo = [row for row in rows if row[0] not in present]
         tables = self._tables(ids)
-        raws = {row[0]: serde.loads(row[7]) for row in todo}
-        moved = {row[0]: serde.loads(row[8]) for row in todo if row[8] is not None}
+        raws = {row[0]: self.serde.loads(row[7]) for row in todo}
+        moved = {row[0]: self.serde.loads(row[8]) for row in todo if row[8] is not None}
         refs = {
             checkpoint_id: [
                 *state_refs(raw),
@@ -228,7 +228,9 @@ class _Page:
                 latest = checkpoint_id
             else:
                 (latest,) = self.tconn.execute(_LATEST, (self.target_key,)).fetchone()
-                follows = target._place(self.tconn, self.target_key, checkpoint_id, parent, latest)
+                follows = target.writer.place(
+                    self.tconn, self.target_key, checkpoint_id, parent, latest
+                )
             # a delta needs its parent in the target: older, it is there by now, unless the
             # clocks of two processes disagreed (a source row whose parent was deleted is
             # stored in full already)
@@ -243,7 +245,7 @@ class _Page:
                 self.verbatim.add(checkpoint_id)
             else:
                 translated = self.c.state(raws[checkpoint_id])
-                state = serde.dumps(translated, path="checkpoint")
+                state = self.serde.dumps(translated, path="checkpoint")
                 if self.c.same_names:  # only blob keys differ: checked as decoded
                     self.expected[checkpoint_id] = (translated, None)
             parent_writes = None
@@ -252,7 +254,7 @@ class _Page:
                     parent_writes = _moved
                 elif follows:
                     pending = self.c.pending(moved[checkpoint_id])
-                    parent_writes = serde.dumps(pending, path="pending writes")
+                    parent_writes = self.serde.dumps(pending, path="pending writes")
                     if checkpoint_id in self.expected:
                         self.expected[checkpoint_id] = (self.expected[checkpoint_id][0], pending)
                 elif parent is not None and (parent in self.inserted or self._in_target(parent)):
@@ -285,7 +287,7 @@ class _Page:
     def _translated(self, checkpoint_id: bytes) -> State:
         """The source's resolved state of a checkpoint, with its blobs copied and their
         keys translated."""
-        resolved = self.c.source._state(self.sconn, self.source_key, checkpoint_id)
+        resolved = self.c.source.states.resolve(self.sconn, self.source_key, checkpoint_id)
         if resolved is None:
             raise StorageError(f"checkpoint '{uuid.UUID(bytes=checkpoint_id)}' vanished")
         entries = [e[1] for e in resolved.channels.values() if len(e) == 2]
@@ -306,7 +308,7 @@ class _Page:
             "AND checkpoint_id >= ? AND checkpoint_id <= ?",
             (self.source_key, ids[0], ids[-1]),
         ).fetchall()
-        return {checkpoint_id: serde.loads(tasks) for checkpoint_id, tasks in found}
+        return {checkpoint_id: self.serde.loads(tasks) for checkpoint_id, tasks in found}
 
     def _in_target(self, checkpoint_id: bytes) -> bool:
         found = self.tconn.execute(
@@ -327,7 +329,7 @@ class _Page:
             return
         if unpack_parent(following[0], following[1]) != checkpoint_id:
             return
-        raw = serde.loads(following[2])
+        raw = self.serde.loads(following[2])
         self._copy_blobs(list(pending_refs(raw)))
         self._add_pending(checkpoint_id, self.c.pending(raw), replace=False)
 
@@ -340,10 +342,10 @@ class _Page:
             "SELECT tasks FROM writes WHERE thread_key = ? AND checkpoint_id = ?",
             (self.target_key, checkpoint_id),
         ).fetchone()
-        merged = _merge(serde.loads(row[0]), translated, replace) if row else translated
+        merged = _merge(self.serde.loads(row[0]), translated, replace) if row else translated
         self.tconn.execute(
             "INSERT OR REPLACE INTO writes (thread_key, checkpoint_id, tasks) VALUES (?, ?, ?)",
-            (self.target_key, checkpoint_id, serde.dumps(merged, path="pending writes")),
+            (self.target_key, checkpoint_id, self.serde.dumps(merged, path="pending writes")),
         )
 
     def _copy_blobs(self, keys: list[int]) -> None:
@@ -364,7 +366,7 @@ class _Page:
             for base_key, is_record, data in found.values():
                 more = [] if base_key is None else [base_key]
                 if is_record:
-                    more += entry_refs(serde.loads(data))
+                    more += entry_refs(self.serde.loads(data))
                 wanted.update(k for k in more if k not in rows and k not in self.c.blobs)
         if not rows:
             return
@@ -375,7 +377,7 @@ class _Page:
         for key in sorted(rows):  # a blob points only at older ones: they are decided first
             base_key, is_record, data = rows[key]
             if is_record:
-                data = serde.dumps(self.c.entry(serde.loads(data)))
+                data = self.serde.dumps(self.c.entry(self.serde.loads(data)))
             base = None if base_key is None else self.c.blob(base_key)
             if key > floor and key not in taken and base == base_key and data == rows[key][2]:
                 self.c.blobs[key] = key
@@ -396,9 +398,9 @@ class _Page:
         no other connection has changed the file and this saver has deleted no blob since.
         """
         (version,) = self.tconn.execute("PRAGMA data_version").fetchone()
-        known = self.c.target.copy_floor
+        known = self.c.target.deletion.copy_floor
         floor = newest if known is None or known[1] != version else known[0]
-        self.c.target.copy_floor = (floor, version)
+        self.c.target.deletion.copy_floor = (floor, version)
         return floor
 
     # -- the check -------------------------------------------------------------------------
@@ -427,8 +429,8 @@ class _Page:
             if checkpoint_id == last and not self._settled(checkpoint_id):
                 carried = checkpoint_id
                 continue
-            theirs = self.c.source._pending(self.sconn, self.source_key, checkpoint_id)
-            ours = self.c.target._pending(self.tconn, self.target_key, checkpoint_id)
+            theirs = self.c.source.pending.merged(self.sconn, self.source_key, checkpoint_id)
+            ours = self.c.target.pending.merged(self.tconn, self.target_key, checkpoint_id)
             if _translated_pending(self.c, theirs) != ours:
                 self._fail(checkpoint_id)
         self._check_blobs()
@@ -438,14 +440,14 @@ class _Page:
         if ours is None or tuple(ours[1:7]) != tuple(theirs[1:7]):
             return False
         checkpoint_id = theirs[0]
-        stored = serde.loads(ours[7])
+        stored = self.serde.loads(ours[7])
         parent = unpack_parent(checkpoint_id, ours[1])
         if stored[0] and (
             parent is None or (parent not in self.inserted and not self._in_target(parent))
         ):
             return False  # a delta must have its parent beside it
         if checkpoint_id in self.full:
-            resolved = self.c.target._state(self.tconn, self.target_key, checkpoint_id)
+            resolved = self.c.target.states.resolve(self.tconn, self.target_key, checkpoint_id)
             expected_state = self._translated(checkpoint_id)
             return (
                 resolved is not None
@@ -460,16 +462,16 @@ class _Page:
         if checkpoint_id in self.expected:  # same names: what was meant to be written
             state, pending = self.expected[checkpoint_id]
             return stored == state and (
-                ours[8] is None if pending is None else serde.loads(ours[8]) == pending
+                ours[8] is None if pending is None else self.serde.loads(ours[8]) == pending
             )
         source_name, target_name = self.c.source.names.name, self.c.target.names.name
-        expected = rekey_state(serde.loads(theirs[7]), source_name, self.c.entry)
+        expected = rekey_state(self.serde.loads(theirs[7]), source_name, self.c.entry)
         if rekey_state(stored, target_name) != expected:
             return False
         if ours[8] is None:  # the parent's writes stayed behind, or went to `writes`
             return True
-        return rekey_pending(serde.loads(ours[8]), target_name) == rekey_pending(
-            serde.loads(theirs[8]), source_name, self.c.entry
+        return rekey_pending(self.serde.loads(ours[8]), target_name) == rekey_pending(
+            self.serde.loads(theirs[8]), source_name, self.c.entry
         )
 
     def _settled(self, checkpoint_id: bytes) -> bool:

@@ -1,0 +1,230 @@
+"""Storing values: what may share a blob, when a list is an append, when a map is a record.
+
+The rules are those of `ttcli.savers.blobs` (its docstring); this module only writes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from ttcli.errors import SerializationError
+from ttcli.savers.blobs import (
+    CHAIN_DEPTH_MAX,
+    CHAIN_DEPTH_MIN,
+    INLINE_MAX,
+    RECORD_ENTRY_MIN,
+    BlobStore,
+    ChannelInfo,
+    array_header,
+    body,
+    entry_refs,
+)
+from ttcli.savers.serde import Ref
+
+
+class BlobWriter:
+    """Stores the values of one put or put_writes, sharing blobs with offered candidates."""
+
+    def __init__(self, store: BlobStore) -> None:
+        self.store = store
+        self.serde = store.serde
+        self.pool: dict[bytes, Any] = {}  # encoded value -> entry holding it
+        # plain blobs that may become the append of a list channel (see `_append`), and
+        # blobs that must not because a checkpoint reads them as a channel value
+        self.adoptable: set[int] = set()
+        self.adopted: set[int] = set()
+        self.channel_blobs: set[int] = set()
+
+    def offer(self, entries: Iterable[Any], *, adoptable: bool = False) -> None:
+        """Entries whose values new values may share (standalone blobs and records only).
+
+        With `adoptable`, plain blobs among them may be turned into a list channel's append
+        (they are read on their own only: pending writes, record parts).
+        """
+        for entry in entries:
+            if type(entry) is dict:
+                self.offer(map(Ref, entry_refs(entry)), adoptable=adoptable)
+                self.pool.setdefault(self.serde.dumps(self.store.load_value(entry)), entry)
+            elif isinstance(entry, Ref):  # a plain int is an inline value, never a blob key
+                self._offer_blob(entry.key, adoptable)
+
+    def protect(self, entries: Iterable[Any]) -> None:
+        """Blobs read as channel values: never adopted as an append, and never shared by a
+        pending write or a record part (which could be adopted later, changing what every
+        checkpoint reading the blob as its value reads)."""
+        for entry in entries:
+            if isinstance(entry, Ref):
+                self.channel_blobs.add(entry.key)
+
+    def _read_as_channel(self, entry: Any) -> bool:
+        if isinstance(entry, Ref):
+            return entry.key in self.channel_blobs
+        return type(entry) is dict and any(key in self.channel_blobs for key in entry_refs(entry))
+
+    def _offer_blob(self, blob_key: int, adoptable: bool) -> None:
+        row = self.store.rows.one(blob_key)
+        if row is None or row[0] is not None:
+            return  # appends hold only part of their value
+        if row[1]:
+            self.offer(map(Ref, entry_refs(self.serde.loads(row[2]))), adoptable=adoptable)
+            self.pool.setdefault(self.serde.dumps(self.store.read_value(blob_key)), Ref(blob_key))
+        else:
+            self.pool.setdefault(row[2], Ref(blob_key))
+            if adoptable:
+                self.adoptable.add(blob_key)
+
+    def value(self, value: Any, path: str, *, pending: bool = True) -> Any:
+        """Store a pending write's value (or, `pending=False`, a metadata value: read on its
+        own only, it may share any blob) and return its entry."""
+        data = self.serde.dumps(value, path=path)
+        if len(data) <= INLINE_MAX:
+            return self.serde.loads(data)  # a copy, exactly as stored: the caller keeps its value
+        return self._store(value, data, path, apart=pending, parts_apart=pending)
+
+    def channel(self, name: str, value: Any, previous: Any) -> Any:
+        """Store a channel's new value, as an append to `previous` when the list only grew."""
+        if type(value) is list and isinstance(previous, Ref):
+            # the list the previous value was, grown by new items: only they are encoded
+            tail = self.store.appended_items(previous.key, value)
+            appended = None if tail is None else self._append(value, previous.key, tail=tail)
+            if appended is not None:
+                assert tail is not None
+                self.store.keep_appended(previous.key, appended.key, tail)
+                return appended
+        data = self.serde.dumps(value, path=name)
+        if len(data) <= INLINE_MAX:
+            return self.serde.loads(data)
+        if type(value) is list and isinstance(previous, Ref):
+            appended = self._append(value, previous.key, data=data)
+            if appended is not None:
+                self.store.keep_decoded(appended.key, value)
+                return appended
+        found = self.pool.get(data)
+        if isinstance(found, Ref) and found.key in self.adopted:
+            self.pool.pop(data)  # now an append: read as a channel it would be the whole list
+        entry = self._store(value, data, name, values_only=True, parts_apart=True)
+        self.protect([entry])
+        if isinstance(entry, Ref):
+            length = len(value) if type(value) is list else -1
+            self.store.remember(entry.key, ChannelInfo(data, length, 0, len(data), 0))
+            self.store.keep_decoded(entry.key, value)
+        return entry
+
+    def _append(
+        self,
+        value: list[Any],
+        base_key: int,
+        *,
+        data: bytes | None = None,
+        tail: list[Any] | None = None,
+    ) -> Ref | None:
+        """Store `value` as the items it adds to the list at `base_key`: given the whole
+        value encoded (`data`), or the new items (`tail`) when the rest is known unchanged."""
+        base = self.store.channel_info(base_key)
+        if base.length < 0 or len(value) <= base.length:
+            return None
+        if base.depth + 1 >= CHAIN_DEPTH_MIN and base.appended_bytes >= base.keyframe_bytes:
+            return None  # time for a keyframe
+        if base.depth + 1 >= CHAIN_DEPTH_MAX:
+            return None  # readers refuse longer chains as damaged
+        if tail is not None:
+            if len(value) - len(tail) != base.length:
+                return None
+            try:
+                delta = self.serde.dumps(tail)
+            except SerializationError:
+                return None  # encoding the whole value names what cannot be stored
+            data = array_header(len(value)) + body(base.data) + body(delta)
+        else:
+            assert data is not None
+            old_body, new_body = body(base.data), body(data)
+            if not new_body.startswith(old_body):
+                return None
+            delta = array_header(len(value) - base.length) + new_body[len(old_body) :]
+        shared = self.pool.get(delta)
+        if isinstance(shared, Ref) and self._adopt(shared.key, base_key):
+            blob_key = shared.key
+        else:
+            if isinstance(shared, Ref):
+                stored, is_record = self.serde.dumps(shared), True
+            else:
+                stored, is_record = delta, False
+            blob_key = self._insert(stored, base_key=base_key, is_record=is_record)
+        info = ChannelInfo(
+            data, len(value), base.depth + 1, base.keyframe_bytes, base.appended_bytes + len(delta)
+        )
+        self.store.remember(blob_key, info)
+        return Ref(blob_key)
+
+    def _adopt(self, blob_key: int, base_key: int) -> bool:
+        """Make a stored list (e.g. the pending write that added these items) the append.
+
+        Read on its own the blob keeps its value; only its `base_key` is set, once. Blobs
+        that any checkpoint reads as a channel value are never adopted.
+        """
+        if blob_key not in self.adoptable or blob_key in self.channel_blobs:
+            return False
+        if blob_key < base_key:  # a blob points only at older ones (GC and copies rely on it)
+            return False
+        adopted = self.store.rows.adopt(blob_key, base_key)
+        self.adoptable.discard(blob_key)
+        if not adopted:
+            return False
+        self.adopted.add(blob_key)
+        return True
+
+    def _store(
+        self,
+        value: Any,
+        data: bytes,
+        path: str,
+        *,
+        apart: bool = False,
+        values_only: bool = False,
+        parts_apart: bool,
+    ) -> Any:
+        """The entry for a value: an equal one from the pool, or new blobs.
+
+        Blobs read as channel values and blobs read on their own (pending writes, record
+        parts) are kept apart, so that adopting the latter as an append never changes the
+        former: with `apart` a blob read as a channel value is not shared, with `values_only`
+        (a channel value) only such a blob is; `parts_apart` is `apart` for a record's parts.
+        """
+        found = self.pool.get(data)
+        if found is not None:
+            as_channel = self._read_as_channel(found)
+            if not (apart and as_channel) and not (
+                values_only and isinstance(found, Ref) and not as_channel
+            ):
+                return found
+        entry: Any = None
+        if type(value) is dict:
+            record = {
+                key: self._part(
+                    item, f"{path}.{key}" if isinstance(key, str) else path, apart=parts_apart
+                )
+                for key, item in value.items()
+            }
+            if any(isinstance(item, Ref) for item in record.values()):
+                record_data = self.serde.dumps(record)
+                entry = (
+                    record
+                    if len(record_data) <= INLINE_MAX
+                    else Ref(self._insert(record_data, is_record=True))
+                )
+        if entry is None:
+            entry = Ref(self._insert(data))
+        self.pool[data] = entry
+        return entry
+
+    def _part(self, item: Any, path: str, *, apart: bool) -> Any:
+        data = self.serde.dumps(item, path=path)
+        if len(data) < RECORD_ENTRY_MIN:
+            return self.serde.loads(data)
+        entry = self._store(item, data, path, apart=apart, parts_apart=apart)
+        # only references go into a record: a nested inline record would not be resolved
+        return entry if isinstance(entry, Ref) else item
+
+    def _insert(self, data: bytes, *, base_key: int | None = None, is_record: bool = False) -> int:
+        return self.store.rows.insert(data, base_key, is_record)

@@ -1,0 +1,252 @@
+"""Deleting checkpoint rows, and collecting the stored values only they used.
+
+Every other checkpoint reads exactly as before: a child that stays gets a full state in
+place of a delta on a parent that goes, and a parent that stays keeps the pending writes
+that had moved into a child that goes. What the deleted rows pointed at becomes the thread's
+`blob_debt`; collecting deletes the debt's blobs that nothing kept needs, walking only down
+to the oldest of them (blobs point only at older blobs).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable, Sequence
+
+from ttcli.configs import CheckpointRef
+from ttcli.savers.blobs import BlobStore, entry_refs
+from ttcli.savers.records import Names, decode_pending, pending_refs, state_refs, unpack_parent
+from ttcli.savers.sqlite import sql
+from ttcli.savers.sqlite.connection import Connection
+from ttcli.savers.sqlite.params import chunks
+from ttcli.savers.sqlite.pending import Pending, PendingWrites
+from ttcli.savers.sqlite.rows import Rows
+from ttcli.savers.sqlite.states import States
+
+_PENDING_BYTES = "coalesce(sum(length(tasks)), 0) FROM writes"
+
+
+class Deletion:
+    """delete_checkpoints, delete_thread and the byte accounting around them."""
+
+    def __init__(
+        self,
+        connection: Connection,
+        rows: Rows,
+        pending: PendingWrites,
+        states: States,
+        blobs: BlobStore,
+        names: Names,
+    ) -> None:
+        self.connection, self.rows, self.pending = connection, rows, pending
+        self.states, self.blobs, self.names = states, blobs, names
+        #: bytes of rows and values deleted through this saver (committed or not), so that
+        #: `prune` can say what it freed without reading the threads again
+        self.deleted_bytes = 0
+        #: (largest blob key before rows were first copied in, PRAGMA data_version then):
+        #: see copy.py; None once anything may have freed a key
+        self.copy_floor: tuple[int, int] | None = None
+        #: times this saver deleted blobs: a copy in progress forgets where it put blobs
+        self.blob_deletions = 0
+
+    def delete_checkpoints(self, ref: CheckpointRef, wanted: set[bytes], collect: bool) -> None:
+        with self.connection.write() as conn:
+            thread_key = self.rows.thread_key(conn, ref)
+            if thread_key is None:
+                return
+            doomed = self.rows.present(conn, thread_key, wanted)
+            if doomed:
+                self._delete_rows(conn, thread_key, doomed)
+            if collect:
+                self._collect(conn, thread_key)
+                if not _has_rows(conn, thread_key):
+                    conn.execute("DELETE FROM threads WHERE thread_key = ?", (thread_key,))
+        self.connection.forget()
+
+    def delete_thread(self, thread_id: str) -> None:
+        with self.connection.write() as conn:
+            keys = [
+                key
+                for (key,) in conn.execute(
+                    "SELECT thread_key FROM threads WHERE thread_id = ?", (thread_id,)
+                )
+            ]
+            for thread_key in keys:
+                refs = self.refs(conn, thread_key)
+                refs.update(
+                    key
+                    for (key,) in conn.execute(
+                        "SELECT blob_key FROM blob_debt WHERE thread_key = ?", (thread_key,)
+                    )
+                )
+                self._delete_blobs(conn, self.blobs.reachable(refs))
+                for table in ("blob_debt", "branches", "writes", "checkpoints"):
+                    conn.execute(f"DELETE FROM {table} WHERE thread_key = ?", (thread_key,))
+                conn.execute("DELETE FROM threads WHERE thread_key = ?", (thread_key,))
+        self.connection.forget()
+
+    def thread_bytes(self, conn: sqlite3.Connection, ref: CheckpointRef) -> int:
+        """Bytes of the thread's rows and of every value they need."""
+        thread_key = self.rows.thread_key(conn, ref)
+        if thread_key is None:
+            return 0
+        (rows,) = conn.execute(
+            f"SELECT {sql.ROW_BYTES} WHERE thread_key = ?", (thread_key,)
+        ).fetchone()
+        (pending,) = conn.execute(
+            f"SELECT {_PENDING_BYTES} WHERE thread_key = ?", (thread_key,)
+        ).fetchone()
+        keys = sorted(self.blobs.reachable(self.refs(conn, thread_key)))
+        values = sum(
+            conn.execute(
+                "SELECT coalesce(sum(length(value)), 0) FROM blobs "
+                f"WHERE blob_key IN ({','.join('?' * len(chunk))})",
+                chunk,
+            ).fetchone()[0]
+            for chunk in chunks(keys)
+        )
+        return int(rows) + int(pending) + int(values)
+
+    def refs(
+        self, conn: sqlite3.Connection, thread_key: int, ids: Sequence[bytes] | None = None
+    ) -> set[int]:
+        """Blob keys that checkpoints (their values, writes and pending writes) point at;
+        the whole thread's when `ids` is None.
+
+        Each row is read alone: a delta names what changed, and what it inherits its parent
+        names (a checkpoint whose parent is deleted is rewritten in full), so the union over
+        the rows is what they need, with no delta resolved.
+        """
+        found: set[int] = set()
+        pieces: Iterable[Sequence[bytes] | None] = [None] if ids is None else chunks(ids)
+        for chunk in pieces:
+            where, params = "thread_key = ?", [thread_key, *(chunk or ())]
+            if chunk is not None:
+                where += f" AND checkpoint_id IN ({','.join('?' * len(chunk))})"
+            for state, moved in conn.execute(
+                f"SELECT state, parent_writes FROM checkpoints WHERE {where}", params
+            ):
+                found.update(state_refs(self.blobs.serde.loads(state)))
+                if moved is not None:
+                    found.update(pending_refs(self.blobs.serde.loads(moved)))
+            for (tasks,) in conn.execute(f"SELECT tasks FROM writes WHERE {where}", params):
+                found.update(pending_refs(self.blobs.serde.loads(tasks)))
+        return found
+
+    def _delete_rows(self, conn: sqlite3.Connection, thread_key: int, doomed: list[bytes]) -> None:
+        """Delete checkpoint rows; what they pointed at becomes the thread's blob debt."""
+        freed = self.refs(conn, thread_key, doomed)
+        freed |= self._orphan_children(conn, thread_key, set(doomed))
+        kept_writes = self._writes_to_keep(conn, thread_key, set(doomed))
+        conn.execute(sql.COUNT, {"thread_key": thread_key, "change": -len(doomed)})
+        for chunk in chunks(doomed):
+            marks = ",".join("?" * len(chunk))
+            for size_sql in (sql.ROW_BYTES, _PENDING_BYTES):
+                (size,) = conn.execute(
+                    f"SELECT {size_sql} WHERE thread_key = ? AND checkpoint_id IN ({marks})",
+                    [thread_key, *chunk],
+                ).fetchone()
+                self.deleted_bytes += int(size)
+            for table, column in (
+                ("writes", "checkpoint_id"),
+                ("checkpoints", "checkpoint_id"),
+                ("branches", "checkpoint_id"),
+                ("branches", "parent_id"),
+            ):
+                conn.execute(
+                    f"DELETE FROM {table} WHERE thread_key = ? AND {column} IN ({marks})",
+                    [thread_key, *chunk],
+                )
+        for parent, tasks in kept_writes.items():
+            self.pending.set(conn, thread_key, parent, tasks)
+        conn.executemany(
+            "INSERT OR IGNORE INTO blob_debt (thread_key, blob_key) VALUES (?, ?)",
+            [(thread_key, key) for key in freed],
+        )
+        self.states.clear()
+
+    def _orphan_children(
+        self, conn: sqlite3.Connection, thread_key: int, doomed: set[bytes]
+    ) -> set[int]:
+        """Children that stay get a full state instead of a delta on a parent about to go,
+        and no longer hold the parent's pending writes (whose blobs are returned). A child
+        always sorts after its parent (invariant 1)."""
+        freed: set[int] = set()
+        for child, stored_parent, moved in conn.execute(
+            "SELECT checkpoint_id, parent_id, parent_writes FROM checkpoints "
+            "WHERE thread_key = ? AND checkpoint_id > ? AND parent_id IS NOT NULL",
+            (thread_key, min(doomed)),
+        ).fetchall():
+            if unpack_parent(child, stored_parent) in doomed and child not in doomed:
+                state = self.states.resolve(conn, thread_key, child)
+                assert state is not None
+                for _path, writes in decode_pending(moved, self.names).values():
+                    for _channel, entry in writes.values():
+                        freed.update(entry_refs(entry))
+                conn.execute(
+                    "UPDATE checkpoints SET state = ?, parent_writes = NULL "
+                    "WHERE thread_key = ? AND checkpoint_id = ?",
+                    (state.encode(self.names, None), thread_key, child),
+                )
+        return freed
+
+    def _writes_to_keep(
+        self, conn: sqlite3.Connection, thread_key: int, doomed: set[bytes]
+    ) -> dict[bytes, Pending]:
+        """A parent that stays keeps the pending writes that were moved into a child that
+        goes: read them before the child's row is deleted."""
+        kept: dict[bytes, Pending] = {}
+        for chunk in chunks(sorted(doomed)):
+            for child, stored_parent in conn.execute(
+                "SELECT checkpoint_id, parent_id FROM checkpoints WHERE thread_key = ? "
+                f"AND checkpoint_id IN ({','.join('?' * len(chunk))}) "
+                "AND parent_writes IS NOT NULL",
+                [thread_key, *chunk],
+            ).fetchall():
+                parent = unpack_parent(child, stored_parent)
+                if (
+                    parent is not None
+                    and parent not in doomed
+                    and self.rows.exists(conn, thread_key, parent)
+                ):
+                    kept[parent] = self.pending.merged(conn, thread_key, parent)
+        return kept
+
+    def _collect(self, conn: sqlite3.Connection, thread_key: int) -> None:
+        """Delete the blobs of the thread's debt that no remaining checkpoint needs."""
+        debt = [
+            key
+            for (key,) in conn.execute(
+                "SELECT blob_key FROM blob_debt WHERE thread_key = ?", (thread_key,)
+            )
+        ]
+        candidates = self.blobs.reachable(debt)
+        if candidates:
+            # blobs point only at older ones: what stays needs walking down to the oldest
+            # candidate, no further
+            kept = self.refs(conn, thread_key)
+            needed = self.blobs.reachable(kept, floor=min(candidates))
+            self._delete_blobs(conn, candidates - needed)
+        conn.execute("DELETE FROM blob_debt WHERE thread_key = ?", (thread_key,))
+
+    def _delete_blobs(self, conn: sqlite3.Connection, keys: Iterable[int]) -> None:
+        # the newest blob always stays: SQLite gives a new row the largest key plus one, so a
+        # key is then never handed out twice, and a key another process remembers (its
+        # append-detection cache) can never come to mean another value
+        self.copy_floor = None  # keys freed below the largest: never to be copied under
+        self.blob_deletions += 1
+        (newest,) = conn.execute("SELECT max(blob_key) FROM blobs").fetchone()
+        for chunk in chunks(sorted(key for key in keys if key != newest)):
+            marks = ",".join("?" * len(chunk))
+            (size,) = conn.execute(
+                f"SELECT coalesce(sum(length(value)), 0) FROM blobs WHERE blob_key IN ({marks})",
+                chunk,
+            ).fetchone()
+            self.deleted_bytes += int(size)
+            conn.execute(f"DELETE FROM blobs WHERE blob_key IN ({marks})", chunk)
+
+
+def _has_rows(conn: sqlite3.Connection, thread_key: int) -> bool:
+    found = conn.execute(
+        "SELECT 1 FROM checkpoints WHERE thread_key = ? LIMIT 1", (thread_key,)
+    ).fetchone()
+    return found is not None

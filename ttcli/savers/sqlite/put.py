@@ -1,0 +1,289 @@
+"""Storing: a checkpoint row with the values that changed, and a task's pending writes.
+
+A checkpoint's unchanged channels keep their parent's entries, a list that only grew is
+stored as an append (blobs.py), and its bookkeeping is a delta from its parent's (records.py).
+A row stored right after its parent takes the parent's pending writes into its own row
+(pending.py); any other child is recorded in `branches`.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ttcli.configs import CheckpointRef
+from ttcli.errors import CheckpointNotFoundError
+from ttcli.savers.base import (
+    RESUME,
+    WRITES_IDX_MAP,
+    Checkpoint,
+    check_child_id,
+    merged_answers,
+)
+from ttcli.savers.blob_writer import BlobWriter
+from ttcli.savers.blobs import BlobStore
+from ttcli.savers.records import (
+    Names,
+    State,
+    decode_pending,
+    encode_pending,
+    metadata_columns,
+    pack_parent,
+    unpack_parent,
+)
+from ttcli.savers.sqlite import sql
+from ttcli.savers.sqlite.connection import Connection
+from ttcli.savers.sqlite.ids import id_bytes, micros, require_id
+from ttcli.savers.sqlite.pending import Held, Pending, PendingWrites
+from ttcli.savers.sqlite.rows import Rows
+from ttcli.savers.sqlite.states import States
+from ttcli.uuid6 import id_micros
+
+
+class Writer:
+    """put and put_writes, on the saver's parts."""
+
+    def __init__(
+        self,
+        connection: Connection,
+        rows: Rows,
+        pending: PendingWrites,
+        states: States,
+        blobs: BlobStore,
+        names: Names,
+    ) -> None:
+        self.connection, self.rows, self.pending = connection, rows, pending
+        self.states, self.blobs, self.names = states, blobs, names
+
+    def put(
+        self,
+        ref: CheckpointRef,
+        checkpoint: Checkpoint,
+        metadata: Mapping[str, Any],
+        new_versions: Mapping[str, int],
+    ) -> None:
+        check_child_id(checkpoint["id"], ref.checkpoint_id)
+        checkpoint_id = require_id(checkpoint["id"])
+        parent_id = require_id(ref.checkpoint_id) if ref.checkpoint_id else None
+        created_at = micros(checkpoint["ts"])
+        source, step, writers, other = metadata_columns(metadata)
+        with self.connection.write(keep_held=True) as conn:
+            thread_key = self.rows.thread_key(conn, ref, create=True)
+            assert thread_key is not None
+            latest = self.rows.latest(conn, thread_key)
+            held = self._held_for(conn, thread_key, checkpoint_id, parent_id, latest)
+            follows = self.place(conn, thread_key, checkpoint_id, parent_id, latest)
+            writer = BlobWriter(self.blobs)
+            parent, moved = self._parent(conn, writer, thread_key, parent_id, held, follows)
+            state = _state(writer, checkpoint, metadata, new_versions, parent)
+            conn.execute(
+                sql.INSERT_CHECKPOINT,
+                {
+                    "thread_key": thread_key,
+                    "checkpoint_id": checkpoint_id,
+                    "parent_id": pack_parent(checkpoint_id, parent_id),
+                    "source": source,
+                    "step": step,
+                    "writers": writers,
+                    "metadata": other,
+                    # the id carries the creation time; store it only if they differ
+                    "created_at": None if created_at == id_micros(checkpoint_id) else created_at,
+                    "state": state.encode(self.names, parent),
+                    "parent_writes": moved,
+                },
+            )
+            conn.execute(sql.COUNT, {"thread_key": thread_key, "change": 1})
+            self.rows.stored(thread_key, checkpoint_id)
+            self.states.keep(thread_key, checkpoint_id, state)
+
+    def _held_for(
+        self,
+        conn: sqlite3.Connection,
+        thread_key: int,
+        checkpoint_id: bytes,
+        parent_id: bytes | None,
+        latest: bytes | None,
+    ) -> Held | None:
+        """The held writes, if they are this checkpoint's parent's; others go to `writes`."""
+        held = self.pending.take_held()
+        if held is None:
+            return None
+        if (
+            held.thread_key == thread_key
+            and held.checkpoint_id == parent_id == latest
+            and (latest is not None and checkpoint_id > latest)
+        ):
+            return held
+        self.pending.held = held
+        self.pending.flush(conn)
+        return None
+
+    def place(
+        self,
+        conn: sqlite3.Connection,
+        thread_key: int,
+        checkpoint_id: bytes,
+        parent_id: bytes | None,
+        latest: bytes | None,
+    ) -> bool:
+        """Record where a row about to be inserted sits among its thread's rows.
+
+        Returns True if it will be the row right after its parent (its parent's pending
+        writes may then move into it); any other child is recorded in `branches`.
+        """
+        if latest is not None and checkpoint_id < latest:
+            self._split(conn, thread_key, checkpoint_id)
+        if parent_id is None:
+            return False
+        if parent_id == latest and latest is not None and checkpoint_id > latest:
+            return True
+        conn.execute(
+            sql.BRANCH,
+            {"thread_key": thread_key, "checkpoint_id": checkpoint_id, "parent_id": parent_id},
+        )
+        return False
+
+    def _split(self, conn: sqlite3.Connection, thread_key: int, checkpoint_id: bytes) -> None:
+        """A row stored among older ones parts its two neighbours: if the later one is the
+        earlier one's child, it becomes a branch, and gives back its parent's writes."""
+        params = {"thread_key": thread_key, "checkpoint_id": checkpoint_id}
+        (previous,) = conn.execute(sql.BEFORE_ID, params).fetchone()
+        following = conn.execute(sql.NEXT, params).fetchone()
+        if previous is None or following is None:
+            return
+        child, stored_parent, moved = following
+        if unpack_parent(child, stored_parent) != previous:
+            return
+        conn.execute(
+            sql.BRANCH, {"thread_key": thread_key, "parent_id": previous, "checkpoint_id": child}
+        )
+        if moved is not None:
+            self.pending.give_back(conn, thread_key, previous, child)
+
+    def _parent(
+        self,
+        conn: sqlite3.Connection,
+        writer: BlobWriter,
+        thread_key: int,
+        parent_id: bytes | None,
+        held: Held | None,
+        follows: bool,
+    ) -> tuple[State | None, bytes | None]:
+        """The parent's state, and its pending writes moved into the new row (encoded): the
+        new values may share their blobs."""
+        if parent_id is None:
+            return None, None
+        if not follows and not self.rows.exists(conn, thread_key, parent_id):
+            # gone (another process pruned it): its cached state must not be the base of a
+            # delta, nor its values be taken as still stored
+            self.states.drop(thread_key, parent_id)
+        parent = self.states.resolve(conn, thread_key, parent_id)
+        if parent is None:
+            return None, None
+        writer.protect(entry[1] for entry in parent.channels.values() if len(entry) == 2)
+        moved = None
+        if held is not None:  # the parent's writes, put in this batch
+            tasks = held.tasks
+            moved = encode_pending(tasks, self.names)
+            if held.replaces:
+                params = {"thread_key": thread_key, "checkpoint_id": parent_id}
+                conn.execute(sql.DELETE_PENDING, params)
+        elif follows:  # the parent is the latest: all its writes are in `writes`
+            moved = self.pending.take(conn, thread_key, parent_id)
+            tasks = decode_pending(moved, self.names)
+        else:
+            tasks = self.pending.merged(conn, thread_key, parent_id)
+        # only the latest checkpoint's writes may become an append: an older one may have
+        # children already reading one of them as a channel value, which adopting it would
+        # change
+        writer.offer((e for _, w in tasks.values() for _, e in w.values()), adoptable=follows)
+        return parent, moved
+
+    def put_writes(
+        self, ref: CheckpointRef, writes: Sequence[tuple[str, Any]], task_id: str, path: str
+    ) -> None:
+        replace = all(channel in WRITES_IDX_MAP for channel, _ in writes)
+        with self.connection.write() as conn:
+            thread_key = self.rows.thread_key(conn, ref)
+            checkpoint_id = id_bytes(ref.checkpoint_id or "")
+            if (
+                thread_key is None
+                or checkpoint_id is None
+                or not self.rows.exists(conn, thread_key, checkpoint_id)
+            ):
+                raise CheckpointNotFoundError(str(ref.checkpoint_id), ref.thread_id)
+            table, has_row = self.pending.table(conn, thread_key, checkpoint_id)
+            # the latest checkpoint has no next row holding writes moved into it
+            latest = self.rows.latest(conn, thread_key) == checkpoint_id
+            merged = (
+                table
+                if latest
+                else self.pending.merged(conn, thread_key, checkpoint_id, table=table)
+            )
+            writer = self._writes_writer(conn, thread_key, checkpoint_id)
+            saved = dict(merged.get(task_id, (path, {}))[1])  # before this call's writes
+            _path, stored = table.setdefault(task_id, (path, {}))
+            for position, (channel, value) in enumerate(writes):
+                idx = WRITES_IDX_MAP.get(channel, position)
+                if idx in saved and not replace:
+                    continue  # a write already saved for this task is kept, as in LangGraph
+                if channel == RESUME and idx in saved:
+                    before = self.blobs.load_value(saved[idx][1])
+                    value = merged_answers(before, value, ref.thread_id)
+                stored[idx] = (channel, writer.value(value, channel))
+            self.pending.store(
+                conn, thread_key, checkpoint_id, table, latest=latest, replaces=has_row
+            )
+
+    def _writes_writer(
+        self, conn: sqlite3.Connection, thread_key: int, checkpoint_id: bytes
+    ) -> BlobWriter:
+        """A blob writer for pending writes of a checkpoint: they may share the values its
+        step wrote, but never be what a checkpoint reads as a channel value."""
+        state = self.states.resolve(conn, thread_key, checkpoint_id)
+        assert state is not None
+        writer = BlobWriter(self.blobs)
+        updated = [
+            entry[1]
+            for name, entry in state.channels.items()
+            if name in (state.updated or ()) and len(entry) == 2
+        ]
+        writer.protect(updated)  # values of a checkpoint: not to be shared by a write
+        writer.offer(updated)
+        return writer
+
+
+def _state(
+    writer: BlobWriter,
+    checkpoint: Checkpoint,
+    metadata: Mapping[str, Any],
+    new_versions: Mapping[str, int],
+    parent: State | None,
+) -> State:
+    """The new row's state: each channel's version and entry (its parent's if unchanged)."""
+    previous = parent.channels if parent is not None else {}
+    values, versions = checkpoint["channel_values"], checkpoint["channel_versions"]
+    channels: dict[str, list[Any]] = {}
+    for name in dict.fromkeys([*values, *versions]):
+        entry: list[Any] = [versions.get(name)]
+        if name in values:
+            before = previous.get(name, [])
+            unchanged = len(before) == 2 and before[0] == entry[0] and name not in new_versions
+            prior = before[1] if len(before) == 2 else None
+            entry.append(prior if unchanged else writer.channel(name, values[name], prior))
+        channels[name] = entry
+    writes = metadata.get("writes")
+    return State(
+        channels=channels,
+        # copies: the state is cached, and the caller goes on changing its checkpoint
+        versions_seen={n: dict(seen) for n, seen in checkpoint["versions_seen"].items()},
+        updated=None if (u := checkpoint["updated_channels"]) is None else list(u),
+        writes=[(node, writer.value(value, f"writes.{node}", pending=False))
+                for node, value in writes.items()]
+        if isinstance(writes, Mapping)
+        else None,
+    )  # fmt: skip
+
+
+__all__ = ["Pending", "Writer"]

@@ -1,0 +1,194 @@
+"""Threads and checkpoint rows: keys, ids, the latest, children and neighbours.
+
+Every method takes the connection of a transaction its caller holds. Inside a batch, the
+thread keys and latest ids it looks up are kept until the batch ends (it holds the write
+lock, so nobody else can change them).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from ttcli.configs import CheckpointRef
+from ttcli.savers.base import ThreadSummary
+from ttcli.savers.records import unpack_parent
+from ttcli.savers.sqlite import sql
+from ttcli.savers.sqlite.connection import Connection
+from ttcli.savers.sqlite.ids import id_bytes, id_text
+from ttcli.savers.sqlite.params import chunks
+from ttcli.uuid6 import id_micros
+
+
+class Rows:
+    """Looks up threads and checkpoint rows."""
+
+    def __init__(self, connection: Connection) -> None:
+        self.connection = connection
+
+    def thread_key(
+        self, conn: sqlite3.Connection, ref: CheckpointRef, *, create: bool = False
+    ) -> int | None:
+        facts, known = self.connection.facts, (ref.thread_id, ref.checkpoint_ns)
+        if self.connection.in_batch and known in facts.threads:
+            return facts.threads[known]
+        params = {"thread_id": ref.thread_id, "checkpoint_ns": ref.checkpoint_ns}
+        row = conn.execute(sql.THREAD, params).fetchone()
+        if row is not None:
+            found: int | None = int(row[0])
+        elif create:
+            found = conn.execute(sql.NEW_THREAD, params).lastrowid
+        else:
+            return None
+        if self.connection.in_batch and found is not None:
+            facts.threads[known] = found
+        return found
+
+    def latest(self, conn: sqlite3.Connection, thread_key: int) -> bytes | None:
+        """The thread's latest checkpoint id (kept for the rest of a batch)."""
+        facts = self.connection.facts.latest
+        if self.connection.in_batch and thread_key in facts:
+            return facts[thread_key]
+        (latest,) = conn.execute(sql.LATEST_ID, {"thread_key": thread_key}).fetchone()
+        if self.connection.in_batch:
+            facts[thread_key] = latest
+        return latest  # type: ignore[no-any-return]
+
+    def stored(self, thread_key: int, checkpoint_id: bytes) -> None:
+        """A row was inserted in this batch: it may be the thread's new latest."""
+        facts = self.connection.facts.latest
+        if self.connection.in_batch and thread_key in facts:
+            latest = facts[thread_key]
+            if latest is None or checkpoint_id > latest:
+                facts[thread_key] = checkpoint_id
+
+    def exists(self, conn: sqlite3.Connection, thread_key: int, checkpoint_id: bytes) -> bool:
+        if self.latest(conn, thread_key) == checkpoint_id:
+            return True
+        found = conn.execute(
+            "SELECT 1 FROM checkpoints WHERE thread_key = ? AND checkpoint_id = ?",
+            (thread_key, checkpoint_id),
+        ).fetchone()
+        return found is not None
+
+    def present(self, conn: sqlite3.Connection, thread_key: int, ids: set[bytes]) -> list[bytes]:
+        """Which of `ids` the thread has."""
+        found: list[bytes] = []
+        for chunk in chunks(sorted(ids)):
+            marks = ",".join("?" * len(chunk))
+            found += [
+                key
+                for (key,) in conn.execute(
+                    "SELECT checkpoint_id FROM checkpoints "
+                    f"WHERE thread_key = ? AND checkpoint_id IN ({marks})",
+                    [thread_key, *chunk],
+                )
+            ]
+        return found
+
+    def row(self, conn: sqlite3.Connection, ref: CheckpointRef) -> Sequence[Any] | None:
+        """The row `ref` names (the thread's latest without an id), as `sql.SELECT` gives it."""
+        thread_key = self.thread_key(conn, ref)
+        if thread_key is None:
+            return None
+        if ref.checkpoint_id is None:
+            return conn.execute(sql.LATEST, {"thread_key": thread_key}).fetchone()  # type: ignore[no-any-return]
+        checkpoint_id = id_bytes(ref.checkpoint_id)
+        if checkpoint_id is None:
+            return None
+        params = {"thread_key": thread_key, "checkpoint_id": checkpoint_id}
+        return conn.execute(sql.BY_ID, params).fetchone()  # type: ignore[no-any-return]
+
+    def ids(
+        self, conn: sqlite3.Connection, ref: CheckpointRef, below: bytes | None, limit: int | None
+    ) -> list[str]:
+        rows = conn.execute(
+            "SELECT checkpoint_id FROM checkpoints WHERE thread_key = :thread_key "
+            "AND (:below IS NULL OR checkpoint_id < :below) "
+            "ORDER BY checkpoint_id DESC LIMIT :limit",
+            {
+                "thread_key": self.thread_key(conn, ref),
+                "below": below,
+                "limit": -1 if limit is None else limit,
+            },
+        ).fetchall()
+        return [id_text(key) if len(key) == 16 else repr(key) for (key,) in rows]
+
+    def count(self, conn: sqlite3.Connection, ref: CheckpointRef, below: bytes | None) -> int:
+        (count,) = conn.execute(
+            "SELECT count(*) FROM checkpoints WHERE thread_key = :thread_key "
+            "AND (:below IS NULL OR checkpoint_id < :below)",
+            {"thread_key": self.thread_key(conn, ref), "below": below},
+        ).fetchone()
+        return int(count)
+
+    def children(self, conn: sqlite3.Connection, ref: CheckpointRef) -> list[str]:
+        """The row right after the parent, if it is a child, and the recorded branches: two
+        index steps however long the thread is."""
+        wanted = id_bytes(ref.checkpoint_id or "")
+        params = {"thread_key": self.thread_key(conn, ref), "checkpoint_id": wanted}
+        found = {
+            child
+            for (child,) in conn.execute(
+                "SELECT checkpoint_id FROM branches "
+                "WHERE thread_key = :thread_key AND parent_id = :checkpoint_id",
+                params,
+            )
+        }
+        following = conn.execute(sql.NEXT, params).fetchone()
+        if following is not None and unpack_parent(following[0], following[1]) == wanted:
+            found.add(following[0])
+        return sorted(id_text(child) for child in found)
+
+    def neighbours(
+        self, conn: sqlite3.Connection, ref: CheckpointRef, checkpoint_ids: Sequence[str]
+    ) -> set[str]:
+        thread_key = self.thread_key(conn, ref)
+        found: set[str] = set()
+        for checkpoint_id in checkpoint_ids:
+            key = id_bytes(checkpoint_id)
+            if thread_key is None or key is None:
+                continue
+            params = {"thread_key": thread_key, "checkpoint_id": key}
+            for query in (sql.BEFORE_ID, sql.AFTER_ID):
+                (near,) = conn.execute(query, params).fetchone()
+                if near is not None:
+                    found.add(id_text(near))
+        return found
+
+    def threads(self, conn: sqlite3.Connection, prefix: str) -> list[ThreadSummary]:
+        # the prefix is matched with a range, so the threads index is used and no LIKE
+        # wildcard in it means anything; the count is kept on the thread and the newest id is
+        # one index step away, so a thread of a million checkpoints lists as fast as one of ten
+        upper = prefix[:-1] + chr(ord(prefix[-1]) + 1) if prefix else ""
+        rows = conn.execute(sql.THREADS, {"prefix": prefix, "upper": upper}).fetchall()
+        return [
+            ThreadSummary(
+                thread_id,
+                ns,
+                count,
+                id_text(latest),
+                datetime.fromtimestamp((id_micros(latest) or 0) / 1_000_000, UTC).isoformat(),
+            )
+            for thread_id, ns, count, latest in rows
+        ]
+
+    def info(self, conn: sqlite3.Connection, thread_id: str) -> dict[str, Any]:
+        row = conn.execute(
+            "SELECT info FROM threads WHERE thread_id = ? AND checkpoint_ns = ''", (thread_id,)
+        ).fetchone()
+        return json.loads(row[0]) if row and row[0] else {}
+
+    def set_info(self, conn: sqlite3.Connection, thread_id: str, info: Mapping[str, Any]) -> None:
+        thread_key = self.thread_key(conn, CheckpointRef(thread_id), create=True)
+        (stored,) = conn.execute(
+            "SELECT info FROM threads WHERE thread_key = ?", (thread_key,)
+        ).fetchone()
+        merged = {**json.loads(stored or "{}"), **info}
+        conn.execute(
+            "UPDATE threads SET info = ? WHERE thread_key = ?",
+            (json.dumps(merged, ensure_ascii=False, sort_keys=True), thread_key),
+        )

@@ -1,0 +1,186 @@
+"""Reading rows back: a checkpoint's resolved state (deltas applied), cached, and a row as
+the CheckpointTuple the contract hands out."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections import OrderedDict
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from ttcli.configs import CheckpointRef
+from ttcli.errors import CorruptValueError
+from ttcli.savers.base import NOT_LOADED, Checkpoint, CheckpointTuple, PendingWrite
+from ttcli.savers.blobs import BlobStore
+from ttcli.savers.records import Names, State, metadata_of, unpack_parent
+from ttcli.savers.serde import Ref
+from ttcli.savers.sqlite import sql
+from ttcli.savers.sqlite.connection import Connection
+from ttcli.savers.sqlite.ids import id_text
+from ttcli.savers.sqlite.pending import PendingWrites, in_order
+from ttcli.uuid6 import id_micros
+
+STATE_CACHE_MAX = 1024  # resolved checkpoint states kept for delta decoding
+#: the deepest delta a reader accepts (writers store a full state every KEYFRAME_DEPTH)
+STATE_DEPTH_MAX = 1024
+
+
+class States:
+    """Resolved checkpoint states, and rows turned into CheckpointTuples."""
+
+    def __init__(
+        self, connection: Connection, names: Names, blobs: BlobStore, pending: PendingWrites
+    ) -> None:
+        self.names, self.blobs, self.pending = names, blobs, pending
+        self._cache: OrderedDict[tuple[int, bytes], State] = OrderedDict()
+        # another connection may have deleted a thread whose key a new thread now has,
+        # holding copies with the same checkpoint ids (blob keys are never reused, so the
+        # value caches stay right)
+        connection.on_other_writer.append(self.clear)
+        connection.on_rollback.append(self.clear)
+
+    def clear(self) -> None:
+        self._cache.clear()
+
+    def drop(self, thread_key: int, checkpoint_id: bytes) -> None:
+        self._cache.pop((thread_key, checkpoint_id), None)
+
+    def keep(self, thread_key: int, checkpoint_id: bytes, state: State) -> None:
+        self._cache[(thread_key, checkpoint_id)] = state
+        if len(self._cache) > STATE_CACHE_MAX:
+            self._cache.popitem(last=False)
+
+    def resolve(
+        self, conn: sqlite3.Connection, thread_key: int, checkpoint_id: bytes
+    ) -> State | None:
+        """A checkpoint's resolved state (deltas applied), or None if it does not exist."""
+        cached = self._cache.get((thread_key, checkpoint_id))
+        if cached is not None:
+            self._cache.move_to_end((thread_key, checkpoint_id))
+            return cached
+        rows, state = self._deltas(conn, thread_key, checkpoint_id)
+        if not rows:
+            return None
+        for key, data in reversed(rows):  # oldest first: each applies to its parent's state
+            state = State.decode(data, self.names, state)
+            self.keep(thread_key, key, state)
+        return state
+
+    def _deltas(
+        self, conn: sqlite3.Connection, thread_key: int, checkpoint_id: bytes
+    ) -> tuple[list[tuple[bytes, bytes]], State | None]:
+        """The rows (id, state) from the checkpoint up its parents to a full state or a
+        cached one (returned too, or None).
+
+        Each parent is nearer a full state than its child (a smaller depth, at most
+        STATE_DEPTH_MAX): so the walk ends, however the rows were forged.
+        """
+        rows: list[tuple[bytes, bytes]] = []
+        key: bytes | None = checkpoint_id
+        depth = STATE_DEPTH_MAX + 1  # the child's: none yet
+        while key is not None:
+            cached = self._cache.get((thread_key, key)) if rows else None
+            if cached is not None:
+                _check_depth(cached.depth, depth)
+                return rows, cached
+            params = {"thread_key": thread_key, "checkpoint_id": key}
+            row = conn.execute(sql.STATE, params).fetchone()
+            if row is None:
+                return rows, None  # a delta without its parent does not decode
+            depth = _check_depth(State.depth_of(row[1]), depth)
+            rows.append((key, row[1]))
+            key = unpack_parent(key, row[0]) if depth else None
+        return rows, None
+
+    def tuple(
+        self, conn: sqlite3.Connection, row: Sequence[Any], *, values: bool = True
+    ) -> CheckpointTuple:
+        """A row (as `sql.SELECT` gives it) as a CheckpointTuple; a row that is not what
+        ttcli writes is an error naming the checkpoint."""
+        try:
+            return self._read(conn, row, values=values)
+        except (CorruptValueError, TypeError, ValueError, KeyError, IndexError) as exc:
+            raw = row[3] if len(row) > 3 else b""
+            name = id_text(raw) if isinstance(raw, bytes) and len(raw) == 16 else repr(raw)
+            detail = (
+                str(exc) if isinstance(exc, CorruptValueError) else f"{type(exc).__name__}: {exc}"
+            )
+            raise CorruptValueError(
+                f"checkpoint {name} of thread '{row[1]}' does not read: {detail}; "
+                "`ttcli verify` lists what else is damaged"
+            ) from None
+
+    def _read(
+        self, conn: sqlite3.Connection, row: Sequence[Any], *, values: bool
+    ) -> CheckpointTuple:
+        (thread_key, thread_id, ns, checkpoint_id, parent_id, created_at,
+         source, step, other, _state) = row  # fmt: skip
+        state = self.resolve(conn, thread_key, checkpoint_id)
+        assert state is not None
+        load_value = self.blobs.load_value if values else _skip
+        writes = None if state.writes is None else {n: load_value(e) for n, e in state.writes}
+        pending: list[PendingWrite] = []
+        if values:
+            pending = [
+                (task_id, channel, load_value(entry))
+                for task_id, _path, channel, entry in in_order(
+                    self.pending.merged(conn, thread_key, checkpoint_id)
+                )
+            ]
+        ref = CheckpointRef(thread_id, ns)
+        checkpoint = self._checkpoint(checkpoint_id, created_at, state, values=values)
+        parent = unpack_parent(checkpoint_id, parent_id)
+        return CheckpointTuple(
+            config=ref.at(checkpoint["id"]).to_config(),
+            checkpoint=checkpoint,
+            metadata=metadata_of(source, step, other, writes),
+            parent_config=ref.at(id_text(parent)).to_config() if parent else None,
+            pending_writes=pending if values else None,
+        )
+
+    def _checkpoint(
+        self, checkpoint_id: bytes, created_at: int | None, state: State, *, values: bool
+    ) -> Checkpoint:
+        load = self.blobs.load
+        micros = created_at if created_at is not None else id_micros(checkpoint_id) or 0
+        return Checkpoint(
+            v=1,
+            id=id_text(checkpoint_id),
+            ts=datetime.fromtimestamp(micros / 1_000_000, UTC).isoformat(),
+            channel_values={
+                name: load(entry[1]) if values or not _stored_apart(entry[1]) else NOT_LOADED
+                for name, entry in state.channels.items()
+                if len(entry) == 2
+            },
+            channel_versions={n: e[0] for n, e in state.channels.items() if e[0] is not None},
+            # copies: the resolved state is cached and callers may change what they get
+            versions_seen={node: dict(seen) for node, seen in state.versions_seen.items()},
+            updated_channels=None if state.updated is None else list(state.updated),
+        )
+
+
+def _check_depth(depth: int, child: int) -> int:
+    """A state's depth (deltas from a full state), refused unless nearer a full state than
+    its child's (so walking up parents ends) and at most STATE_DEPTH_MAX."""
+    if depth > STATE_DEPTH_MAX or depth < 0:
+        raise CorruptValueError(
+            f"checkpoint state is {depth} deltas from a full state; ttcli never stores more "
+            f"than {STATE_DEPTH_MAX}"
+        )
+    if depth >= child:
+        raise CorruptValueError(
+            f"checkpoint state is a delta on a parent {depth} deltas from a full state, no "
+            f"nearer than itself ({child}): a loop of parents or forged rows"
+        )
+    return depth
+
+
+def _skip(entry: Any) -> None:
+    return None
+
+
+def _stored_apart(entry: Any) -> bool:
+    return isinstance(entry, Ref) or (
+        type(entry) is dict and any(isinstance(v, Ref) for v in entry.values())
+    )
