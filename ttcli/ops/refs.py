@@ -6,13 +6,15 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from ttcli.configs import CheckpointRef
+from ttcli.configs import CheckpointRef, RunnableConfig
 from ttcli.errors import AmbiguousRefError, CheckpointNotFoundError, InputError, ThreadNotFoundError
 from ttcli.savers.base import BaseSaver, CheckpointTuple
+from ttcli.uuid6 import dashed
 
 #: characters in a short id; and the fewest a ref matched against the end of ids may have
 SHORT = 8
 SHORT_MINIMUM = 4
+ID_PAGE = 10_000  # ids read at a time to match a short id
 
 _REF = re.compile(r"^(?P<base>[0-9a-fA-F-]+|latest|HEAD)(?:~(?P<back>\d+))?$")
 
@@ -34,16 +36,17 @@ def resolve(saver: BaseSaver, ref: CheckpointRef, text: str) -> CheckpointTuple:
     head = _base(saver, ref, found["base"].lower(), text)
     back = int(found["back"] or 0)
     for done in range(back):
-        parent = saver.get_tuple(head.parent_config) if head.parent_config else None
-        if parent is None:
+        # parents are found by id, without reading any stored value; only the one named is
+        parent = saver.list_metadata(head.parent_config) if head.parent_config else []
+        if not parent:
             reason = "its first checkpoint" if head.parent_config is None else "a pruned checkpoint"
             raise CheckpointNotFoundError(
                 text,
                 ref.thread_id,
                 f"{back} back from {found['base']} passes {reason} after {done}",
             )
-        head = parent
-    return head
+        head = parent[0]
+    return _full(saver, head.config) if back else head
 
 
 def _base(saver: BaseSaver, ref: CheckpointRef, base: str, text: str) -> CheckpointTuple:
@@ -55,17 +58,53 @@ def _base(saver: BaseSaver, ref: CheckpointRef, base: str, text: str) -> Checkpo
     exact = saver.get_tuple(ref.at(base).to_config()) if len(base) == 36 else None
     if exact is not None:
         return exact
-    candidates = saver.checkpoint_ids(ref.to_config())  # ids only: nothing is decoded
-    if not candidates and saver.get_tuple(ref.to_config()) is None:
-        raise ThreadNotFoundError(ref.thread_id)
-    # a short id is the end of one (its random part); anything else, the start
-    tail = len(base) >= SHORT_MINIMUM and "-" not in base
-    matches = [c for c in candidates if c.startswith(base) or (tail and c.endswith(base))]
+    matches, total = _with_prefix(saver, ref, base.replace("-", ""))
+    if SHORT_MINIMUM <= len(base) <= SHORT and "-" not in base:
+        extra = [c for c in _ending(saver, ref, base) if c not in matches]
+        matches, total = matches + extra, total + len(extra)
     if not matches:
+        if saver.get_tuple(ref.to_config()) is None:
+            raise ThreadNotFoundError(ref.thread_id)
         raise CheckpointNotFoundError(text, ref.thread_id)
-    if len(matches) > 1:
-        raise AmbiguousRefError(text, ref.thread_id, matches)
-    found = saver.get_tuple(ref.at(matches[0]).to_config())
+    if total > 1:
+        raise AmbiguousRefError(text, ref.thread_id, matches, total=total)
+    return _full(saver, ref.at(matches[0]).to_config())
+
+
+def _with_prefix(saver: BaseSaver, ref: CheckpointRef, digits: str) -> tuple[list[str], int]:
+    """Up to 6 ids that start with these hex digits, and how many do: an id range, read
+    through the thread's id index (the ids below the first id after the range)."""
+    if not 0 < len(digits) <= 32 or any(c not in "0123456789abcdef" for c in digits):
+        return [], 0
+    low = dashed(digits.ljust(32, "0"))
+    above = int(digits.ljust(32, "f"), 16) + 1
+    after = dashed(f"{above:032x}") if above < 1 << 128 else None
+    found = saver.checkpoint_ids(ref.to_config(), below=after, limit=6)
+    matches = [c for c in found if c >= low]
+    if len(matches) < 6:
+        return matches, len(matches)
+    config = ref.to_config()
+    total = saver.count_checkpoints(config, below=after) - saver.count_checkpoints(
+        config, below=low
+    )
+    return matches, total
+
+
+def _ending(saver: BaseSaver, ref: CheckpointRef, tail: str) -> list[str]:
+    """The ids that end with `tail`. A short id is the end of one (its random part), which
+    no index orders: the thread's ids are read, the ids alone, a page at a time."""
+    found: list[str] = []
+    below = None
+    while page := saver.checkpoint_ids(ref.to_config(), below=below, limit=ID_PAGE):
+        found += [c for c in page if c.endswith(tail)]
+        if len(page) < ID_PAGE:
+            break
+        below = page[-1]
+    return found
+
+
+def _full(saver: BaseSaver, config: RunnableConfig) -> CheckpointTuple:
+    found = saver.get_tuple(config)
     assert found is not None
     return found
 
