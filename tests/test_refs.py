@@ -36,11 +36,9 @@ class Counting(InMemorySaver):
         self.calls.append(("list", kwargs.get("limit")))
         return super().list(config, **kwargs)
 
-    def checkpoint_ids(
-        self, config: RunnableConfig, *, below: str | None = None, limit: int | None = None
-    ) -> builtins.list[str]:
-        self.calls.append(("checkpoint_ids", limit))
-        return super().checkpoint_ids(config, below=below, limit=limit)
+    def checkpoint_ids(self, config: RunnableConfig, **kwargs: Any) -> builtins.list[str]:
+        self.calls.append(("checkpoint_ids", kwargs.get("limit")))
+        return super().checkpoint_ids(config, **kwargs)
 
 
 @pytest.fixture

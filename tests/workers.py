@@ -7,13 +7,22 @@ Modes:
   write DB THREAD LOG RUNS    invoke the loop graph RUNS times on THREAD
   read DB STOP THREADS...     `history` and `show` the threads until the file STOP exists
   prune DB STOP OLD           prune the OLD threads named old:0.. one by one until STOP exists
+  ask DB THREAD LOG RUNS      start the review workflow RUNS times on THREAD (it pauses for a
+                              person each time), recording every commit in LOG
+  answer DB THREAD LOG RUNS   RUNS times `ttcli update` then `ttcli resume` on THREAD, in this
+                              process, recording every commit in LOG
+  archive DB ARCHIVE STOP N   `ttcli prune --archive ARCHIVE --keep-last N` in a loop until
+                              STOP exists
 
 Every committed checkpoint id is appended to LOG (after its transaction commits), so the
-parent knows what must survive. Errors go to stderr and a non-zero exit code.
+parent knows what must survive; `ask` and `answer` record what was committed as well (one
+JSON line per checkpoint or task's writes, see `LoggingSaver`). Errors go to stderr and a
+non-zero exit code.
 """
 
 from __future__ import annotations
 
+import json
 import operator
 import os
 import random
@@ -22,7 +31,7 @@ import sqlite3
 import sys
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import Annotated, Any, TypedDict
 
 from click.testing import CliRunner
@@ -30,6 +39,8 @@ from click.testing import CliRunner
 from ttcli import END, START, StateGraph
 from ttcli.cli import cli
 from ttcli.configs import RunnableConfig
+from ttcli.errors import CheckpointNotFoundError
+from ttcli.savers import sqlite as sqlite_module
 from ttcli.savers.base import Checkpoint
 from ttcli.savers.sqlite import SqliteSaver
 
@@ -59,13 +70,25 @@ def loop_graph() -> StateGraph:
 INPUT = {"n": 0, "log": ["start"]}
 
 
-class LoggingSaver(SqliteSaver):
-    """Appends each checkpoint id to a log once its transaction has committed."""
+def canonical(value: Any) -> str:
+    """A value as comparable text (objects by their repr), the same in every process."""
+    return json.dumps(value, sort_keys=True, default=repr)
 
-    def __init__(self, path: str, log: str) -> None:
-        super().__init__(path)
-        self.log = open(log, "a")  # noqa: SIM115 - lives as long as the process
-        self.stored: list[str] = []
+
+class LoggingSaver(SqliteSaver):
+    """Appends each checkpoint id to LOG once its transaction has committed.
+
+    Without LOG it records more, to the file named by TTCLI_RECORD (so that the command
+    line can open it as it opens a SqliteSaver): one JSON line for each checkpoint and for
+    each task's writes, {"put": id, "thread", "checkpoint", "metadata"} or {"task_writes": id,
+    "thread", "task", "writes": [[channel, value]]}, values as `canonical` text.
+    """
+
+    def __init__(self, path: str, log: str | None = None, **kwargs: Any) -> None:
+        super().__init__(path, **kwargs)
+        self.log, self.record = log or os.environ["TTCLI_RECORD"], log is None
+        self.lines: list[str] = []
+        self.depth = 0  # batches entered
 
     def put(
         self,
@@ -75,26 +98,95 @@ class LoggingSaver(SqliteSaver):
         new_versions: Mapping[str, int],
     ) -> RunnableConfig:
         saved = super().put(config, checkpoint, metadata, new_versions)
-        self.stored.append(checkpoint["id"])
-        if not self.in_batch:  # committed already
-            self._committed()
+        if not self.record:
+            self._add(checkpoint["id"])
+            return saved
+        thread = config["configurable"]["thread_id"]
+        self._add(json.dumps({"put": checkpoint["id"], "thread": thread,
+                              "checkpoint": canonical(checkpoint),
+                              "metadata": canonical(metadata)}))  # fmt: skip
         return saved
+
+    def put_writes(
+        self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str,
+        task_path: str = "",
+    ) -> None:  # fmt: skip
+        super().put_writes(config, writes, task_id, task_path)
+        if self.record:
+            ref = config["configurable"]
+            pairs = [[channel, canonical(value)] for channel, value in writes]
+            self._add(json.dumps({"task_writes": ref["checkpoint_id"], "thread": ref["thread_id"],
+                                  "task": task_id, "writes": pairs}))  # fmt: skip
 
     @contextmanager
     def batch(self) -> Iterator[None]:
+        self.depth += 1
         try:
             with super().batch():
                 yield
         except BaseException:
-            self.stored.clear()  # rolled back
+            self.lines.clear()  # rolled back
             raise
-        if not self.in_batch:
-            self._committed()
+        finally:
+            self.depth -= 1
+        if not self.depth:
+            self._flush()
 
-    def _committed(self) -> None:
-        self.log.writelines(f"{checkpoint_id}\n" for checkpoint_id in self.stored)
-        self.log.flush()
-        self.stored.clear()
+    def _add(self, line: str) -> None:
+        self.lines.append(line + "\n")
+        if not self.depth:  # committed already
+            self._flush()
+
+    def _flush(self) -> None:
+        with open(self.log, "a") as log:
+            log.writelines(self.lines)
+        self.lines.clear()
+
+
+REVIEW = "fixtures/review_workflow.py:builder"
+
+
+def ask(db: str, thread: str, log: str, runs: int) -> None:
+    """Start the review workflow again and again; a run whose checkpoint a prune deleted
+    under it fails (documented) and the next starts over."""
+    from fixtures.review_workflow import builder
+
+    os.environ["TTCLI_RECORD"] = log
+    saver = LoggingSaver(db)  # recording
+    graph = builder.compile(checkpointer=saver)
+    for run in range(runs):
+        request = {"request": f"refund order {run}", "plan": "", "log": []}
+        with suppress(CheckpointNotFoundError):
+            graph.invoke(request, {"configurable": {"thread_id": thread}})
+
+
+def answer(db: str, thread: str, log: str, runs: int) -> None:
+    """`ttcli update` and `ttcli resume`, RUNS times each. Racing the application on one
+    thread, either may find it running, paused again, just started, or its checkpoint pruned
+    under it (exit 2, 3 or 4): fine, as long as it says so in one line."""
+    os.environ["TTCLI_RECORD"] = log
+    sqlite_module.SqliteSaver = LoggingSaver  # type: ignore[misc,assignment]
+    common = ["--db", db, "--thread", thread, "--graph", REVIEW]
+    for run in range(runs):
+        for args in (
+            ["update", *common, "--as-node", "plan", "--set", f'plan="edited {run}"'],
+            ["resume", *common, "--value", '"yes"'],
+        ):
+            result = CliRunner().invoke(cli, args)
+            one_line = result.stderr == "" or (
+                result.stderr.startswith("Error: ") and result.stderr.count("\n") == 1
+            )
+            if result.exit_code not in (0, 2, 3, 4) or not one_line:
+                raise RuntimeError(f"ttcli {args[0]} exited {result.exit_code}: {result.stderr}")
+
+
+def archive(db: str, target: str, stop: str, keep: str) -> None:
+    rounds = 0
+    while not os.path.exists(stop) and rounds < 10_000:
+        ttcli("--db", db, "prune", "--older-than", "0s", "--keep-last", keep, "--archive", target,
+              "--yes")  # fmt: skip
+        rounds += 1
+    print(rounds)
 
 
 def kill_at(statement: int) -> None:
@@ -183,6 +275,12 @@ def main(argv: Sequence[str]) -> None:
         read(args[0], args[1], args[2:])
     elif mode == "prune":
         prune(args[0], args[1], int(args[2]))
+    elif mode == "ask":
+        ask(args[0], args[1], args[2], int(args[3]))
+    elif mode == "answer":
+        answer(args[0], args[1], args[2], int(args[3]))
+    elif mode == "archive":
+        archive(args[0], args[1], args[2], args[3])
     else:
         sys.exit(f"unknown mode {mode!r}")
 

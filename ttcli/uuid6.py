@@ -70,9 +70,17 @@ def id_time(checkpoint_id: str) -> datetime:
 
 
 def lowest_id_at(moment: datetime) -> str:
-    """The smallest id made at or after `moment`: `id < lowest_id_at(t)` means made before t."""
+    """The smallest id made at or after `moment`: `id < lowest_id_at(t)` means made before t.
+
+    Raises:
+        ValueError: a moment before 1970 or past the clock's range (no id names it; a
+            malformed one would sort above every real id).
+    """
     micros = round(moment.timestamp() * 1_000_000)
-    return _format(micros * 10 + GREGORIAN_OFFSET, 0, 0)
+    timestamp = micros * 10 + GREGORIAN_OFFSET
+    if micros < 0 or timestamp >= 1 << 60:
+        raise ValueError(f"{moment.isoformat()} is outside the id clock's range (1970 to 5236)")
+    return _format(timestamp, 0, 0)
 
 
 def _format(timestamp: int, clock_seq: int, node: int) -> str:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import sys
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 import click
@@ -24,6 +23,7 @@ from ttcli.ops.prune import (
     require_thread,
 )
 from ttcli.savers.sqlite import SqliteSaver
+from ttcli.savers.sqlite.copy import same_file
 
 
 @click.command()
@@ -112,10 +112,10 @@ def _delete(saver: SqliteSaver, plans: list[ThreadPlan], archive: str | None) ->
 def _execute(
     saver: SqliteSaver, plans: list[ThreadPlan], archive: str | None, progress: Progress | None
 ) -> PruneReport:
+    if archive is not None and same_file(archive, saver.path):
+        raise InputError(f"--archive {archive} is the database being pruned: archive elsewhere")
     if archive is None or not plans:  # nothing to archive: no archive file either
         return execute_prune(saver, plans, progress=progress)
-    if Path(archive).resolve() == Path(saver.path).resolve():
-        raise InputError(f"--archive {archive} is the database being pruned: archive elsewhere")
     with SqliteSaver.from_conn_string(archive) as target:
         return execute_prune(saver, plans, archive=target, progress=progress)
 
@@ -126,7 +126,9 @@ def _print(env: Env, report: PruneReport, size: int, *, done: bool) -> None:
     freed = "freed" if done else "about"
     summary = (
         f"{verb} {report.checkpoints} checkpoints in {report.threads} threads, "
-        f"{freed} {size} bytes" + (f", {report.archived} archived" if report.archived else "")
+        f"{freed} {size} bytes"
+        + (f", {report.archived} archived" if report.archived else "")
+        + (f", {report.left} changed meanwhile: left for the next run" if report.left else "")
     )
     plan = [
         {
@@ -143,6 +145,7 @@ def _print(env: Env, report: PruneReport, size: int, *, done: bool) -> None:
         "checkpoints": report.checkpoints,
         "bytes": size,
         "archived": report.archived,
+        "left": report.left,
         "plan": plan,
     }
     lines = [

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from ttcli.configs import CheckpointRef, RunnableConfig
 from ttcli.errors import CheckpointNotFoundError, CorruptValueError
-from ttcli.savers.base import BaseSaver, CheckpointTuple, copy_checkpoint
+from ttcli.savers.base import BaseSaver, CheckpointTuple
+from ttcli.savers.rules import copy_checkpoint
 
 __all__ = ["copy_checkpoint", "copy_lineage", "lineage"]
 

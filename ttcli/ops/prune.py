@@ -1,23 +1,30 @@
 """TTL retention: choosing what goes (a pure policy) and deleting it, archived first if asked.
 
 The deletion contract (SPEC §5): every kept checkpoint reads exactly as before (values, next,
-tasks, metadata), pending writes of kept checkpoints stay, history simply ends earlier. With
-an archive, what goes is first copied into another ttcli database and checked there; a crash
-at any moment loses nothing, and running the same prune again finishes the job.
+tasks, metadata), pending writes of kept checkpoints stay, history simply ends earlier.
+`keep_last` is enforced by counting rows, in the transaction that deletes. With an archive,
+prune deletes exactly the rows it copied and verified, never "everything below a bound": each
+page of ids is read, copied into the archive and checked there inside the live file's write
+transaction that then deletes it, so no row commits or changes in between; a row the archive
+had already (a stopped run copied it) is compared by its pending writes and copied again if
+they grew. A crash at any moment loses nothing (at worst rows are in both files), and running
+the same prune again finishes the job.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import uuid
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
-from ttcli.configs import CheckpointRef
-from ttcli.errors import StorageError, ThreadNotFoundError
+from ttcli.configs import CheckpointRef, RunnableConfig
+from ttcli.errors import ConfigError, StorageError, ThreadNotFoundError
 from ttcli.ops.copy import copy_checkpoint
 from ttcli.ops.fork import last_activity
 from ttcli.ops.inspect import threads_with_prefix
-from ttcli.savers.base import BaseSaver, CheckpointTuple, ThreadSummary
+from ttcli.savers.base import BaseSaver, Checkpoint, TaskWrite, ThreadSummary
 from ttcli.uuid6 import lowest_id_at
 
 BATCH_SIZE = 500  # checkpoints per delete transaction, so concurrent writers are not starved
@@ -25,7 +32,12 @@ BATCH_SIZE = 500  # checkpoints per delete transaction, so concurrent writers ar
 
 @dataclass(frozen=True, slots=True)
 class PrunePolicy:
-    """What to delete. Times are absolute: the caller turns "7d" into now - 7 days."""
+    """What to delete. Times are absolute: the caller turns "7d" into now - 7 days.
+
+    Raises:
+        ValueError: a negative `keep_last`, or a moment before 1970 (no checkpoint id names
+            one: a typo, which must not select anything).
+    """
 
     #: checkpoints created before this go, except each thread's newest `keep_last`
     older_than: datetime | None = None
@@ -39,25 +51,30 @@ class PrunePolicy:
     def __post_init__(self) -> None:
         if self.keep_last < 0:
             raise ValueError("keep_last must be 0 or more")
+        for moment in (self.older_than, self.idle_since):
+            if moment is not None and moment.timestamp() < 0:
+                raise ValueError(f"{moment.isoformat()} is before 1970: no checkpoint is older")
 
 
 @dataclass(frozen=True, slots=True)
 class ThreadPlan:
     """What a prune does to one thread (in one namespace).
 
-    Ids are time-ordered, so what a policy selects is always the checkpoints below some id:
-    the plan holds that bound and a count, never the ids, and a prune of a 1,000,000-checkpoint
-    thread needs no more memory than one of 1,000.
+    Ids are time-ordered, so what a policy selects is the checkpoints below some id, less
+    the thread's newest `keep_last`: the plan holds that bound and a count, never the ids,
+    and a prune of a 1,000,000-checkpoint thread needs no more memory than one of 1,000.
     """
 
     thread_id: str
     checkpoint_ns: str
-    #: the checkpoints whose id is below this one go
+    #: the checkpoints whose id is below this one go...
     below: str
     #: how many go
     count: int
     #: how many the thread has now
     total: int
+    #: ...except the thread's newest this many, counted again as the prune deletes
+    keep_last: int = 0
 
 
 @dataclass
@@ -68,6 +85,8 @@ class PruneReport:
     checkpoints: int = 0
     archived: int = 0
     plans: list[ThreadPlan] = field(default_factory=list)
+    #: selected rows not deleted: they changed while being archived and did not compare
+    left: int = 0
 
 
 Progress = Callable[[int, int], None]  # (checkpoints done, checkpoints in total)
@@ -80,14 +99,11 @@ def plan_prune(saver: BaseSaver, policy: PrunePolicy) -> list[ThreadPlan]:
     plans = []
     for summary in _threads(saver, policy):
         config = CheckpointRef(summary.thread_id, summary.checkpoint_ns).to_config()
-        below = _bound(saver, summary, policy)
-        count = 0 if below is None else saver.count_checkpoints(config, below=below)
-        if below is not None and count:
-            plans.append(
-                ThreadPlan(
-                    summary.thread_id, summary.checkpoint_ns, below, count, summary.checkpoints
-                )
-            )
+        bound = _bound(saver, summary, policy)
+        count = 0 if bound is None else saver.count_checkpoints(config, below=bound[0])
+        if bound is not None and count:
+            thread, ns, total = summary.thread_id, summary.checkpoint_ns, summary.checkpoints
+            plans.append(ThreadPlan(thread, ns, bound[0], count, total, bound[1]))
     return plans
 
 
@@ -108,8 +124,9 @@ def require_thread(saver: BaseSaver, thread_id: str) -> None:
         raise ThreadNotFoundError(thread_id)
 
 
-def _bound(saver: BaseSaver, summary: ThreadSummary, policy: PrunePolicy) -> str | None:
-    """The id below which the policy selects the thread's checkpoints (None: nothing).
+def _bound(saver: BaseSaver, summary: ThreadSummary, policy: PrunePolicy) -> tuple[str, int] | None:
+    """The id below which the policy selects the thread's checkpoints, and how many of the
+    newest it keeps whatever their id (None: nothing).
 
     Ids are time-ordered: "created before t" is "below the smallest id made at t". A bound
     in the past also leaves alone whatever a writer adds after the plan was made.
@@ -117,7 +134,7 @@ def _bound(saver: BaseSaver, summary: ThreadSummary, policy: PrunePolicy) -> str
     if policy.idle_since is not None:
         idle = lowest_id_at(policy.idle_since)
         if summary.latest_id < idle and _idle(saver, summary, policy.idle_since):
-            return idle
+            return idle, 0
     if policy.older_than is None:
         return None
     below = lowest_id_at(policy.older_than)
@@ -126,8 +143,8 @@ def _bound(saver: BaseSaver, summary: ThreadSummary, policy: PrunePolicy) -> str
         newest = saver.checkpoint_ids(config, limit=policy.keep_last)
         if len(newest) < policy.keep_last:
             return None
-        below = min(below, newest[-1])
-    return below
+        below = min(below, newest[-1])  # only narrows the count of the plan
+    return below, policy.keep_last
 
 
 def _idle(saver: BaseSaver, summary: ThreadSummary, since: datetime) -> bool:
@@ -143,76 +160,178 @@ def execute_prune(
     archive: BaseSaver | None = None,
     progress: Progress | None = None,
 ) -> PruneReport:
-    """Delete what the plans select, archiving it first when `archive` is given."""
-    report = PruneReport(plans=list(plans))
-    total = sum(plan.count for plan in plans)
+    """Delete what the plans select, archiving it first when `archive` is given.
+
+    Rows are deleted by id, a page at a time, oldest first, each page in one write
+    transaction of `saver`: in it the page's ids are read, copied into the archive (which
+    commits first) and checked there, and exactly the rows that compare are deleted. A row
+    the archive had already (an earlier run was stopped) is compared by its pending writes,
+    the only thing of a committed checkpoint that may change, and copied again if they grew;
+    one that still does not compare is left for the next run (`PruneReport.left`).
+    """
+    if archive is not None and saver.stores_in(archive):
+        raise ConfigError("cannot archive a database into itself: archive to another file")
+    run = _Run(saver, archive, PruneReport(plans=list(plans)), progress)
+    run.total = sum(plan.count for plan in plans)
     for plan in plans:
-        ref = CheckpointRef(plan.thread_id, plan.checkpoint_ns)
-        if archive is not None:
-            report.archived += _archive(saver, ref, plan.below, archive)
-        # newest first: whatever is left between batches still reads whole; blobs are
-        # collected once, with the thread's last batch (collecting after each batch would
-        # read every remaining checkpoint of the thread each time)
-        while batch := saver.checkpoint_ids(
-            ref.to_config(), below=plan.below, limit=BATCH_SIZE + 1
-        ):
-            last = len(batch) <= BATCH_SIZE
-            batch = batch[:BATCH_SIZE]
-            saver.delete_checkpoints(ref.to_config(), batch, collect=last)
-            _advance(progress, report, len(batch), total)
-            if last:
-                break
-        report.threads += 1
-    return report
+        run.delete(CheckpointRef(plan.thread_id, plan.checkpoint_ns), plan)
+        run.report.threads += 1
+    return run.report
 
 
-def _advance(progress: Progress | None, report: PruneReport, done: int, total: int) -> None:
-    report.checkpoints += done
-    if progress is not None:
-        progress(report.checkpoints, total)
+@dataclass
+class _Run:
+    saver: BaseSaver
+    archive: BaseSaver | None
+    report: PruneReport
+    progress: Progress | None
+    total: int = 0
 
+    def delete(self, ref: CheckpointRef, plan: ThreadPlan) -> None:
+        """Delete the plan's rows a page at a time, oldest first (parents are archived
+        before their children; what is left between pages still reads whole). Only the
+        page boundaries are held in memory. Blobs are collected once, with the last page."""
+        config, bounds = ref.to_config(), [plan.below]
+        while page := self.saver.checkpoint_ids(config, below=bounds[-1], limit=BATCH_SIZE):
+            bounds.append(page[-1])
+        for n in range(len(bounds) - 1, 0, -1):
+            with self.saver.batch():
+                # read in the transaction: a row that commits late is either in it, and then
+                # archived and checked like any other, or left alone
+                page = self.saver.checkpoint_ids(config, below=bounds[n - 1], since=bounds[n])
+                doomed = self._doomed(ref, plan, page)
+                self.saver.delete_checkpoints(config, doomed, collect=n == 1)
+            self.report.checkpoints += len(doomed)
+            if self.progress is not None:
+                self.progress(self.report.checkpoints, self.total)
 
-def _archive(saver: BaseSaver, ref: CheckpointRef, below: str, archive: BaseSaver) -> int:
-    """Copy what goes, oldest first (parents before children) and check it, committing the
-    archive once per batch; only the batch boundaries are held in memory. Savers that can
-    copy their stored rows into the archive do (much faster than value by value)."""
-    copied = saver.copy_rows(ref.to_config(), below, archive)
-    if copied is not None:
-        return copied
-    bounds = [below]
-    while page := saver.checkpoint_ids(ref.to_config(), below=bounds[-1], limit=BATCH_SIZE):
-        bounds.append(page[-1])
-    copied = 0
-    for bound in reversed(bounds[:-1]):
-        page = saver.checkpoint_ids(ref.to_config(), below=bound, limit=BATCH_SIZE)
+    def _doomed(self, ref: CheckpointRef, plan: ThreadPlan, page: list[str]) -> list[str]:
+        """What of a page may go, decided in the transaction that deletes it."""
+        keep: set[str] = set()
+        if plan.keep_last:  # counted here: no writer can add a newer row meanwhile
+            keep.update(self.saver.checkpoint_ids(ref.to_config(), limit=plan.keep_last))
+        doomed = [checkpoint_id for checkpoint_id in page if checkpoint_id not in keep]
+        if self.archive is None or not doomed:
+            return doomed
+        return self._archived(ref, doomed, self.archive)
+
+    def _archived(
+        self, ref: CheckpointRef, checkpoint_ids: list[str], archive: BaseSaver
+    ) -> list[str]:
+        """Copy these rows (newest first) into the archive, checked before it commits, and
+        return those it now holds exactly as the live file does (called in the live file's
+        write transaction, so they cannot change before they are deleted)."""
+        earlier = set(_present(archive, ref, checkpoint_ids))
         with archive.batch():
-            for checkpoint_id in reversed(page):
-                copied += _archive_one(saver, ref, checkpoint_id, archive)
+            self.report.archived += _copy_page(self.saver, ref, checkpoint_ids, archive)
+        now = set(_present(archive, ref, checkpoint_ids))
+        verified = set(self._verified(ref, [i for i in checkpoint_ids if i in earlier], archive))
+        return [i for i in checkpoint_ids if i in verified or (i in now and i not in earlier)]
+
+    def _verified(
+        self, ref: CheckpointRef, checkpoint_ids: list[str], archive: BaseSaver
+    ) -> list[str]:
+        """Of rows the archive had before, those it holds as the live file does: a committed
+        checkpoint never changes but for its pending writes, so these are compared; a row
+        whose writes differ is copied again and compared whole, and left for the next run
+        if it still does not compare."""
+        if not checkpoint_ids:
+            return []
+        live = self.saver.pending_writes(ref.to_config(), checkpoint_ids)
+        kept = archive.pending_writes(ref.to_config(), live)
+        stale = [i for i in checkpoint_ids if i in live and kept.get(i) != live[i]]
+        if stale:
+            self.report.archived += _refresh(self.saver, ref, stale, archive)
+            stale = [
+                i
+                for i in stale
+                if _content(archive, _at(ref, i)) != _content(self.saver, _at(ref, i))
+            ]
+            self.report.left += len(stale)
+        return [i for i in checkpoint_ids if i in live and i not in stale]
+
+
+def _copy_page(
+    saver: BaseSaver, ref: CheckpointRef, checkpoint_ids: list[str], archive: BaseSaver
+) -> int:
+    """Copy the rows the archive lacks of a page (newest first) and those below it, as
+    stored rows where the saver can (much faster than value by value; they are checked as
+    they are copied), else value by value, oldest first, checked here."""
+    below = _after(checkpoint_ids[0])
+    if below is not None:
+        copied = saver.copy_rows(ref.to_config(), below, archive)
+        if copied is not None:
+            return copied
+    fresh = _copy(saver, ref, reversed(checkpoint_ids), archive)
+    _check(saver, ref, fresh, archive)
+    return len(fresh)
+
+
+def _check(
+    saver: BaseSaver, ref: CheckpointRef, checkpoint_ids: list[str], archive: BaseSaver
+) -> None:
+    for checkpoint_id in checkpoint_ids:
+        if _content(archive, _at(ref, checkpoint_id)) != _content(saver, _at(ref, checkpoint_id)):
+            raise StorageError(
+                f"archive check failed for checkpoint '{checkpoint_id}' of thread "
+                f"'{ref.thread_id}': nothing of it was deleted"
+            )
+
+
+def _copy(
+    saver: BaseSaver, ref: CheckpointRef, checkpoint_ids: Iterable[str], archive: BaseSaver
+) -> list[str]:
+    """Copy these rows into the archive (in this order); returns the ids it did not have."""
+    copied = []
+    for checkpoint_id in checkpoint_ids:
+        saved = saver.get_tuple(_at(ref, checkpoint_id))
+        if saved is not None and copy_checkpoint(saver, saved, archive, ref):
+            copied.append(checkpoint_id)
     return copied
 
 
-def _archive_one(
-    saver: BaseSaver, ref: CheckpointRef, checkpoint_id: str, archive: BaseSaver
+def _refresh(
+    saver: BaseSaver, ref: CheckpointRef, checkpoint_ids: list[str], archive: BaseSaver
 ) -> int:
-    saved = saver.get_tuple(ref.at(checkpoint_id).to_config())
+    """Copy these rows (newest first) into the archive again, replacing the copies it has,
+    in one archive transaction; returns how many it did not have. Stored rows are copied
+    where the saver can (with the rows below them the archive lacks): a value is then never
+    decoded and encoded again, which could change what it decodes to elsewhere."""
+    present = _present(archive, ref, checkpoint_ids)
+    below = _after(checkpoint_ids[0])
+    with archive.batch():
+        if present:
+            archive.delete_checkpoints(ref.to_config(), present)
+        if below is None or saver.copy_rows(ref.to_config(), below, archive) is None:
+            _copy(saver, ref, reversed(checkpoint_ids), archive)  # oldest first
+    return len(checkpoint_ids) - len(present)
+
+
+#: what a checkpoint holds, as compared between the live file and the archive
+Content = tuple[Checkpoint, dict[str, Any], RunnableConfig | None, list[TaskWrite]]
+
+
+def _content(saver: BaseSaver, config: RunnableConfig) -> Content | None:
+    saved = saver.get_tuple(config)
     if saved is None:
-        return 0
-    copied = copy_checkpoint(saver, saved, archive, ref)
-    kept = archive.get_tuple(ref.at(checkpoint_id).to_config())
-    if kept is None or _differs(saver, saved, archive, kept):
-        raise StorageError(
-            f"archive check failed for checkpoint '{checkpoint_id}' of thread "
-            f"'{ref.thread_id}': nothing was deleted"
-        )
-    return int(copied)
+        return None
+    return saved.checkpoint, saved.metadata, saved.parent_config, saver.get_writes(saved.config)
 
 
-def _differs(
-    saver: BaseSaver, saved: CheckpointTuple, archive: BaseSaver, kept: CheckpointTuple
-) -> bool:
-    return (
-        saved.checkpoint != kept.checkpoint
-        or saved.metadata != kept.metadata
-        or saved.parent_config != kept.parent_config
-        or saver.get_writes(saved.config) != archive.get_writes(kept.config)
-    )
+def _present(saver: BaseSaver, ref: CheckpointRef, checkpoint_ids: list[str]) -> list[str]:
+    """Which of these ids (newest first) the saver has, read as one range of ids."""
+    if not checkpoint_ids:
+        return []
+    newest, oldest = checkpoint_ids[0], checkpoint_ids[-1]
+    found = set(saver.checkpoint_ids(ref.to_config(), below=_after(newest), since=oldest))
+    return [i for i in checkpoint_ids if i in found]
+
+
+def _after(checkpoint_id: str) -> str | None:
+    """The id right after this one (None after the largest)."""
+    value = uuid.UUID(checkpoint_id).int + 1
+    return None if value >> 128 else str(uuid.UUID(int=value))
+
+
+def _at(ref: CheckpointRef, checkpoint_id: str) -> RunnableConfig:
+    return ref.at(checkpoint_id).to_config()

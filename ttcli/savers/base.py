@@ -18,7 +18,7 @@ what a file can break, and the contract suite checks every saver):
 4. Stored values point only at older stored values (no cycles; chains are bounded), so
    every read ends.
 5. An interrupt's answer is stored once: a different second answer is refused
-   (`AnswerConflictError`), the same answer again is harmless (`merged_answers`).
+   (`AnswerConflictError`), the same answer again is harmless (`rules.merged_answers`).
 6. What a prune deleted with an archive is in the archive and decodes equal (`ttcli.ops.prune`).
 """
 
@@ -26,17 +26,15 @@ from __future__ import annotations
 
 import bisect
 import builtins
-import re
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from typing import Any, NamedTuple, TypedDict
 
 from ttcli.configs import CheckpointRef, RunnableConfig
-from ttcli.errors import AnswerConflictError, ConfigError, InvalidFilterError
+from ttcli.errors import ConfigError
+from ttcli.savers.rules import copy_checkpoint
 from ttcli.savers.serde import Serializer
-
-FILTER_KEY = re.compile(r"^[A-Za-z0-9_.-]+$")
 
 #: Stands for a channel value that `list_metadata` did not read.
 NOT_LOADED: Any = type("NotLoaded", (), {"__repr__": lambda self: "NOT_LOADED"})()
@@ -85,56 +83,6 @@ class ThreadSummary(NamedTuple):
     latest_id: str
     #: ISO-8601 time of the newest checkpoint
     latest_ts: str
-
-
-def validate_filter(filter_: Mapping[str, Any] | None) -> dict[str, Any]:
-    """Check metadata filter keys before any saver sees them.
-
-    Keys are plain names, optionally dotted for nested fields (`a.b`); anything else is
-    rejected rather than ignored, so a filter never silently matches everything.
-    """
-    checked = dict(filter_ or {})
-    for key in checked:
-        if not isinstance(key, str) or not FILTER_KEY.match(key):
-            raise InvalidFilterError(
-                f"Invalid filter key: {key!r}. Filter keys must contain only alphanumeric "
-                "characters, underscores, dots, and hyphens."
-            )
-    return checked
-
-
-def metadata_matches(metadata: Mapping[str, Any], filter_: Mapping[str, Any]) -> bool:
-    """Equality on (dotted) metadata keys; a None filter value matches a missing key."""
-    for key, wanted in filter_.items():
-        value: Any = metadata
-        for part in key.split("."):
-            value = value.get(part) if isinstance(value, Mapping) else None
-        if value != wanted or (isinstance(value, bool) != isinstance(wanted, bool)):
-            return False
-    return True
-
-
-def check_child_id(checkpoint_id: str, parent_id: str | None) -> None:
-    """Invariant 1: within a thread a child's id sorts after its parent's."""
-    if parent_id is not None and not checkpoint_id > parent_id:
-        raise ConfigError(
-            f"checkpoint {checkpoint_id} must sort after its parent {parent_id}: make its id "
-            "with ttcli.uuid6.new_id(step, after=parent_id)"
-        )
-
-
-def merged_answers(stored: Any, sent: Any, thread_id: str) -> Any:
-    """Invariant 5: an interrupt's answer is stored once. A task's `__resume__` write is the
-    list of its answers, one per `interrupt()` call in order; the list to store is the longer
-    of the two when one starts with the other (sending an answer again is harmless), and two
-    lists that differ are two people's different answers: the first stays."""
-    if not isinstance(stored, list) or not isinstance(sent, list):
-        return sent
-    shorter, longer = sorted((stored, sent), key=len)
-    if longer[: len(shorter)] == shorter:
-        return longer
-    given = next(a for a, b in zip(stored, sent, strict=False) if a != b)
-    raise AnswerConflictError(given, thread_id)
 
 
 class BaseSaver(ABC):
@@ -264,22 +212,49 @@ class BaseSaver(ABC):
         commit or none); archiving uses it to commit once per batch, not per checkpoint."""
         return nullcontext()
 
+    def stores_in(self, other: BaseSaver) -> bool:
+        """Whether `other` keeps its checkpoints where this saver does (an archive there
+        would be the database itself: prune refuses it)."""
+        return other is self
+
     def copy_rows(self, config: RunnableConfig, below: str, target: BaseSaver) -> int | None:
-        """Copy the config's thread's checkpoints with ids below `below`, pending writes
-        included, into the same thread of `target` as stored rows, checking the copy before it
-        commits; returns how many the target did not have. None: this saver cannot copy into
-        `target` that way, and the caller copies value by value (`ttcli.ops.copy`)."""
+        """Copy the config's thread's checkpoints with ids below `below` that `target` lacks,
+        pending writes included, into the same thread of `target` as stored rows, checking
+        the copy before it commits; returns how many it copied. Rows `target` has already are
+        left as they are (a prune compares them before it deletes). None: this saver cannot
+        copy into `target` that way, and the caller copies value by value (`ttcli.ops.copy`).
+        """
         return None
 
     def checkpoint_ids(
-        self, config: RunnableConfig, *, below: str | None = None, limit: int | None = None
+        self,
+        config: RunnableConfig,
+        *,
+        below: str | None = None,
+        limit: int | None = None,
+        since: str | None = None,
     ) -> builtins.list[str]:
         """The checkpoint ids of the config's thread, newest first, read without decoding
         anything (so that one broken checkpoint does not hide the others); only ids below
-        `below`, and at most `limit` of them, when given (a page of a long thread)."""
+        `below` and at or above `since`, and at most `limit` of them, when given (a page of
+        a long thread, or which of a page's ids are still there)."""
         found = [t.checkpoint["id"] for t in self.list_metadata(config)]
-        found = [i for i in found if below is None or i < below]
+        found = [i for i in found if (below is None or i < below) and (since is None or i >= since)]
         return found if limit is None else found[:limit]
+
+    def pending_writes(
+        self, config: RunnableConfig, checkpoint_ids: Iterable[str]
+    ) -> dict[str, builtins.list[TaskWrite]]:
+        """The pending writes of those of these checkpoints the config's thread has, by id,
+        each as `get_writes` gives them (a checkpoint the thread lacks is left out): what a
+        prune compares between a file and its archive, a page at a time. A backend that can
+        read them together overrides it."""
+        ref = self.ref(config)
+        return {
+            checkpoint_id: self.get_writes(ref.at(checkpoint_id).to_config())
+            for checkpoint_id in checkpoint_ids
+            if self.list_metadata(ref.at(checkpoint_id).to_config())
+        }
 
     def count_checkpoints(self, config: RunnableConfig, *, below: str | None = None) -> int:
         """How many checkpoints the config's thread has (with ids below `below`, if given)."""
@@ -353,36 +328,7 @@ class BaseSaver(ABC):
                     self.delete_checkpoints(config, self.checkpoint_ids(config)[1:])
 
 
-def copy_checkpoint(
-    source: BaseSaver,
-    saved: CheckpointTuple,
-    target: BaseSaver,
-    target_ref: CheckpointRef,
-    *,
-    extra_metadata: Mapping[str, Any] | None = None,
-) -> bool:
-    """Store one checkpoint (same id, values, metadata, parent and pending writes) in
-    `target` under `target_ref`'s thread. Returns False if it was there already; a copy
-    interrupted halfway (say, between the checkpoint and its writes) completes when run again.
-    """
-    at = target_ref.at(saved.checkpoint["id"]).to_config()
-    copied = target.get_tuple(at) is None
-    if copied:
-        parent = target.ref(saved.parent_config).checkpoint_id if saved.parent_config else None
-        metadata = {**saved.metadata, **(extra_metadata or {})}
-        # no change hints: the target compares channel versions with the parent it has
-        target.put(target_ref.at(parent).to_config(), saved.checkpoint, metadata, {})
-    present = {task_id for task_id, *_ in target.get_writes(at)}
-    tasks: dict[str, tuple[str, builtins.list[tuple[str, Any]]]] = {}
-    for task_id, path, channel, value in source.get_writes(saved.config):
-        tasks.setdefault(task_id, (path, []))[1].append((channel, value))
-    for task_id, (path, writes) in tasks.items():
-        if task_id not in present:
-            target.put_writes(at, writes, task_id, path)
-    return copied
-
-
-#: The write channel of a task's answers to its interrupts (see `merged_answers`).
+#: The write channel of a task's answers to its interrupts (see `rules.merged_answers`).
 RESUME = "__resume__"
 #: Fixed indices of special write channels, as LangGraph numbers them.
 WRITES_IDX_MAP = {"__error__": -1, "__scheduled__": -2, "__interrupt__": -3, RESUME: -4}

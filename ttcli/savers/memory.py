@@ -25,11 +25,8 @@ from ttcli.savers.base import (
     PendingWrite,
     TaskWrite,
     ThreadSummary,
-    check_child_id,
-    merged_answers,
-    metadata_matches,
-    validate_filter,
 )
+from ttcli.savers.rules import check_child_id, merged_answers, metadata_matches, validate_filter
 from ttcli.savers.serde import Serializer
 
 _Key = tuple[str, str]  # (thread_id, checkpoint_ns)

@@ -4,16 +4,9 @@ from __future__ import annotations
 
 import uuid
 from datetime import UTC, datetime
-from pathlib import Path
 
 from ttcli.errors import ConfigError, SerializationError
 from ttcli.uuid6 import dashed
-
-
-def same_file(one: str, other: str) -> bool:
-    if ":memory:" in (one, other):
-        return False
-    return Path(one).resolve() == Path(other).resolve()
 
 
 def micros(ts: str) -> int:

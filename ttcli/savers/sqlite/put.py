@@ -18,8 +18,6 @@ from ttcli.savers.base import (
     RESUME,
     WRITES_IDX_MAP,
     Checkpoint,
-    check_child_id,
-    merged_answers,
 )
 from ttcli.savers.blob_writer import BlobWriter
 from ttcli.savers.blobs import BlobStore
@@ -32,6 +30,7 @@ from ttcli.savers.records import (
     pack_parent,
     unpack_parent,
 )
+from ttcli.savers.rules import check_child_id, merged_answers
 from ttcli.savers.sqlite import sql
 from ttcli.savers.sqlite.connection import Connection
 from ttcli.savers.sqlite.ids import id_bytes, micros, require_id

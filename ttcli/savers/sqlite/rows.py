@@ -103,15 +103,23 @@ class Rows:
         return conn.execute(sql.BY_ID, params).fetchone()  # type: ignore[no-any-return]
 
     def ids(
-        self, conn: sqlite3.Connection, ref: CheckpointRef, below: bytes | None, limit: int | None
+        self,
+        conn: sqlite3.Connection,
+        ref: CheckpointRef,
+        below: bytes | None,
+        since: bytes | None,
+        limit: int | None,
     ) -> list[str]:
+        """Ids newest first, below `below` and from `since` on, at most `limit`."""
         rows = conn.execute(
             "SELECT checkpoint_id FROM checkpoints WHERE thread_key = :thread_key "
             "AND (:below IS NULL OR checkpoint_id < :below) "
+            "AND (:since IS NULL OR checkpoint_id >= :since) "
             "ORDER BY checkpoint_id DESC LIMIT :limit",
             {
                 "thread_key": self.thread_key(conn, ref),
                 "below": below,
+                "since": since,
                 "limit": -1 if limit is None else limit,
             },
         ).fetchall()

@@ -25,9 +25,9 @@ from ttcli.savers.blobs import BlobStore
 from ttcli.savers.serde import Serializer
 from ttcli.savers.sqlite.blob_table import SqliteBlobRows
 from ttcli.savers.sqlite.connection import DEFAULT_BUSY_TIMEOUT, Connection
-from ttcli.savers.sqlite.copy import RowCopy
+from ttcli.savers.sqlite.copy import RowCopy, same_file
 from ttcli.savers.sqlite.deletion import Deletion
-from ttcli.savers.sqlite.ids import id_bytes, require_id, same_file
+from ttcli.savers.sqlite.ids import id_bytes, require_id
 from ttcli.savers.sqlite.integrity import integrity_problems
 from ttcli.savers.sqlite.names import SqliteNames
 from ttcli.savers.sqlite.pending import PendingWrites, in_order
@@ -88,11 +88,6 @@ class SqliteSaver(BaseSaver):
             saver.close()
 
     open = from_conn_string
-
-    @property
-    def in_batch(self) -> bool:
-        """Whether a `batch` is open (what it writes commits when it ends)."""
-        return self.connection.in_batch
 
     @property
     def deleted_bytes(self) -> int:
@@ -187,11 +182,41 @@ class SqliteSaver(BaseSaver):
         self.deletion.delete_thread(thread_id)
 
     def checkpoint_ids(
-        self, config: RunnableConfig, *, below: str | None = None, limit: int | None = None
+        self,
+        config: RunnableConfig,
+        *,
+        below: str | None = None,
+        limit: int | None = None,
+        since: str | None = None,
     ) -> builtins.list[str]:
-        bound = None if below is None else require_id(below)
+        upper = None if below is None else require_id(below)
+        lower = None if since is None else require_id(since)
         with self.connection.read() as conn:
-            return self.rows.ids(conn, self.ref(config), bound, limit)
+            return self.rows.ids(conn, self.ref(config), upper, lower, limit)
+
+    def pending_writes(
+        self, config: RunnableConfig, checkpoint_ids: Iterable[str]
+    ) -> dict[str, builtins.list[TaskWrite]]:
+        ref = self.ref(config)
+        wanted = {key: i for i in checkpoint_ids if (key := id_bytes(i)) is not None}
+        with self.connection.read() as conn:  # one transaction for all
+            thread_key = self.rows.thread_key(conn, ref)
+            if thread_key is None:
+                return {}
+            return {
+                wanted[key]: [
+                    (task_id, path, channel, self.blobs.load_value(entry))
+                    for task_id, path, channel, entry in in_order(
+                        self.pending.merged(conn, thread_key, key)
+                    )
+                ]
+                for key in self.rows.present(conn, thread_key, set(wanted))
+            }
+
+    def stores_in(self, other: BaseSaver) -> bool:
+        return other is self or (
+            isinstance(other, SqliteSaver) and same_file(self.path, other.path)
+        )
 
     def count_checkpoints(self, config: RunnableConfig, *, below: str | None = None) -> int:
         bound = None if below is None else require_id(below)
@@ -209,7 +234,7 @@ class SqliteSaver(BaseSaver):
     def copy_rows(self, config: RunnableConfig, below: str, target: BaseSaver) -> int | None:
         if not isinstance(target, SqliteSaver):
             return None
-        if target is self or same_file(self.path, target.path):
+        if self.stores_in(target):
             raise ConfigError(f"cannot copy {self.path} into itself: archive to another file")
         return RowCopy(self, target, self.ref(config)).copy_below(require_id(below))
 

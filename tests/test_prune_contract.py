@@ -1,0 +1,335 @@
+"""The deletion contract (SPEC §5) where operators met it broken: bounds that are not dates,
+late commits between the archive copy and the delete, archived copies gone stale, and an
+archive that is the database itself under another name."""
+
+from __future__ import annotations
+
+import operator
+import os
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Annotated, Any, TypedDict
+
+import pytest
+
+from tests import graphs
+from tests.clitools import dump, ttcli
+from tests.test_archive import everything
+from tests.test_prune import boundary, cfg
+from tests.test_saver_contract import config, put_one
+from tests.workers import INPUT, loop_graph
+from ttcli import END, START, Command, StateGraph, interrupt
+from ttcli.errors import DatabaseBusyError
+from ttcli.ops.prune import PrunePolicy, ThreadPlan, execute_prune, plan_prune
+from ttcli.savers.base import BaseSaver
+from ttcli.savers.sqlite import SqliteSaver
+from ttcli.uuid6 import lowest_id_at, new_id
+
+API = SimpleNamespace(StateGraph=StateGraph, START=START, END=END, interrupt=interrupt)
+
+
+class GrowingState(TypedDict):
+    n: int
+    log: Annotated[list[str], operator.add]
+
+
+@pytest.fixture
+def two_threads(db_path: Path) -> Path:
+    with SqliteSaver.from_conn_string(db_path) as saver:
+        graph = loop_graph().compile(checkpointer=saver)
+        for thread in ("a", "b"):
+            graph.invoke(INPUT, cfg(thread))
+    return db_path
+
+
+# -- finding 1: bounds ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("option", "value"),
+    [
+        ("--older-than", "1026-11-01"),
+        ("--older-than", "1969-12-31"),
+        ("--older-than", "3026-11-01"),
+        ("--idle", "1026-11-01"),
+        ("--idle", "2999-01-01T00:00:00+00:00"),
+        ("--older-than", "99999999999d"),
+        ("--idle", "9999999w"),
+        ("--older-than", "60000y"),
+    ],
+    ids=["typo-1026", "before-1970", "future", "idle-1026", "idle-future", "huge-days",
+         "huge-weeks", "not-a-unit"],
+)  # fmt: skip
+def test_a_bound_that_is_not_a_usable_date_is_a_usage_error(
+    two_threads: Path, option: str, value: str
+) -> None:
+    before = dump(two_threads)
+    result = ttcli(two_threads, "prune", option, value, "--keep-last", "3", "--yes")
+    assert result.exit_code == 2, result.stdout
+    assert result.stderr.startswith("Error: ") and result.stderr.count("\n") == 1, result.stderr
+    assert dump(two_threads) == before
+
+
+def test_keep_last_keeps_that_many_rows_of_each_thread_whatever_the_bound(
+    two_threads: Path,
+) -> None:
+    result = ttcli(two_threads, "prune", "--older-than", "0s", "--keep-last", "3", "--yes")
+    assert result.exit_code == 0, result.stderr
+    with SqliteSaver.from_conn_string(two_threads) as saver:
+        assert [t.checkpoints for t in saver.list_threads()] == [3, 3]
+
+
+def test_keep_last_holds_even_when_the_id_bound_is_above_every_row(saver: BaseSaver) -> None:
+    ids: list[str] = []
+    for step in range(5):
+        ids.append(put_one(saver, ids[-1] if ids else None, step))
+    above_all = lowest_id_at(datetime(2100, 1, 1, tzinfo=UTC))
+    plan = ThreadPlan("t", "", above_all, count=3, total=5, keep_last=2)
+    report = execute_prune(saver, [plan])
+    assert report.checkpoints == 3
+    assert saver.checkpoint_ids(config("t")) == [ids[4], ids[3]]
+
+
+@pytest.mark.parametrize("year", [1026, 1969, 5300], ids=["1026", "1969", "5300"])
+def test_no_id_bound_is_made_for_a_moment_the_id_clock_cannot_name(year: int) -> None:
+    with pytest.raises(ValueError, match="outside the id clock's range"):
+        lowest_id_at(datetime(year, 12, 31, tzinfo=UTC))
+    assert lowest_id_at(datetime(1970, 1, 1, tzinfo=UTC)) < new_id(0)
+
+
+def test_a_library_bound_before_1970_is_refused() -> None:
+    with pytest.raises(ValueError, match="1970"):
+        PrunePolicy(older_than=datetime(1026, 11, 1, tzinfo=UTC))
+
+
+# -- findings 2 and 3: late commits ----------------------------------------------------------
+
+
+class HookedArchive(SqliteSaver):
+    """An archive that runs `after` once its first batch has committed (another writer's
+    moment, or a kill)."""
+
+    def __init__(self, path: Path, after: Callable[[], None]) -> None:
+        super().__init__(path)
+        self.after: Callable[[], None] | None = after
+
+    @contextmanager
+    def batch(self) -> Iterator[None]:
+        with super().batch():
+            yield
+        if self.after is not None and not self.conn.in_transaction:  # committed
+            hook, self.after = self.after, None
+            hook()
+
+
+@contextmanager
+def hooked(path: Path, after: Callable[[], None]) -> Iterator[HookedArchive]:
+    target = HookedArchive(path, after)
+    try:
+        yield target
+    finally:
+        target.close()
+
+
+def late_checkpoint(db_path: Path, thread: str) -> tuple[dict[str, Any], Any]:
+    """A checkpoint of `thread` made now (its id is old by the time it commits), to commit
+    later as a child of the thread's head, with its metadata."""
+    with SqliteSaver.from_conn_string(db_path) as saver:
+        head = saver.get_tuple(cfg(thread))
+        assert head is not None
+    checkpoint = {**head.checkpoint, "id": new_id(99)}
+    return head.config, (checkpoint, {**head.metadata, "step": 99, "late": True})
+
+
+def commit_late(
+    db_path: Path, parent: dict[str, Any], late: Any, waiting: list[threading.Thread] | None = None
+) -> Callable[[], None]:
+    """Commit the late checkpoint and a write of it now or, if a prune holds the live file's
+    write lock, in a thread of its own (appended to `waiting`) as soon as it is free."""
+
+    def put(busy_timeout: float) -> None:
+        other = SqliteSaver(db_path, busy_timeout=busy_timeout)
+        try:
+            with other.batch():
+                stored = other.put(parent, late[0], late[1], {})
+                other.put_writes(stored, [("n", 7)], "t1")
+        finally:
+            other.close()
+
+    def commit() -> None:
+        try:
+            put(0)
+        except DatabaseBusyError:
+            assert waiting is not None
+            waiting.append(threading.Thread(target=put, args=(30,)))
+            waiting[-1].start()
+
+    return commit
+
+
+def in_either(db_path: Path, archive: Path) -> tuple[dict[Any, Any], dict[Any, Any]]:
+    with (
+        SqliteSaver.from_conn_string(db_path) as live,
+        SqliteSaver.from_conn_string(archive) as kept,
+    ):
+        return everything(live), everything(kept)
+
+
+def test_a_checkpoint_committed_late_with_an_old_id_is_never_lost(
+    two_threads: Path, tmp_path: Path
+) -> None:
+    parent, late = late_checkpoint(two_threads, "a")
+    bound = boundary()
+    archive = tmp_path / "archive.db"
+    policy = PrunePolicy(older_than=bound, keep_last=0)
+    waiting: list[threading.Thread] = []
+    with SqliteSaver.from_conn_string(two_threads) as saver:
+        plans = plan_prune(saver, policy)
+        with hooked(archive, commit_late(two_threads, parent, late, waiting)) as target:
+            execute_prune(saver, plans, archive=target)
+    for thread in waiting:
+        thread.join(timeout=60)
+    live, kept = in_either(two_threads, archive)
+    key = ("a", "", late[0]["id"])
+    found = live.get(key, kept.get(key))
+    assert found is not None, "the late checkpoint is in neither file"
+    assert found[0] == late[0]
+    assert [w[2:] for w in found[4]] == [("n", 7)]
+
+
+def test_later_archive_prunes_finish_after_a_late_commit(two_threads: Path, tmp_path: Path) -> None:
+    parent, late = late_checkpoint(two_threads, "a")
+    archive = tmp_path / "archive.db"
+    prune = ["prune", "--older-than", "0s", "--archive", str(archive), "--yes"]
+    with SqliteSaver.from_conn_string(two_threads) as saver:
+        graph = loop_graph().compile(checkpointer=saver)
+        graph.invoke(INPUT, cfg("a"))  # newer than the late checkpoint
+        assert ttcli(two_threads, *prune).exit_code == 0
+        commit_late(two_threads, parent, late)()  # commits after the prune, with an old id
+        graph.invoke(INPUT, cfg("a"))
+        for _ in range(2):
+            result = ttcli(two_threads, *prune)
+            assert result.exit_code == 0, result.stderr
+    live, kept = in_either(two_threads, archive)
+    assert ("a", "", late[0]["id"]) in kept
+    assert sorted(k[0] for k in live) == ["a", "b"]
+
+
+# -- finding 4: stale archived copies -------------------------------------------------------
+
+
+class Killed(BaseException):
+    pass
+
+
+def kill() -> None:
+    raise Killed
+
+
+def test_an_archived_copy_is_refreshed_when_the_live_row_changed(
+    db_path: Path, tmp_path: Path
+) -> None:
+    archive = tmp_path / "archive.db"
+    paused = cfg("review")
+    with SqliteSaver.from_conn_string(db_path) as saver:
+        app = graphs.review(API).compile(checkpointer=saver)
+        app.invoke({"plan": "", "log": []}, paused)
+        waiting = saver.get_tuple(paused)
+        assert waiting is not None
+        policy = PrunePolicy(older_than=boundary(), keep_last=0)
+        with hooked(archive, kill) as target, pytest.raises(Killed):
+            execute_prune(saver, plan_prune(saver, policy), archive=target)
+        app.invoke(Command(resume="approved"), paused)  # the paused checkpoint gains writes
+        answered = everything(saver)[("review", "", waiting.checkpoint["id"])]
+        with SqliteSaver.from_conn_string(archive) as target:
+            execute_prune(saver, plan_prune(saver, policy), archive=target)
+    live, kept = in_either(db_path, archive)
+    assert ("review", "", waiting.checkpoint["id"]) not in live
+    assert kept[("review", "", waiting.checkpoint["id"])] == answered
+
+
+# -- finding 5: the archive is the database ---------------------------------------------------
+
+
+@pytest.mark.parametrize("alias", ["hardlink", "symlink", "dotted"])
+def test_an_archive_that_is_the_database_under_another_name_is_refused(
+    two_threads: Path, alias: str
+) -> None:
+    other = two_threads.with_name("alias.db")
+    if alias == "hardlink":
+        os.link(two_threads, other)
+    elif alias == "symlink":
+        other.symlink_to(two_threads)
+    else:
+        other = two_threads.parent / "." / ".." / two_threads.parent.name / two_threads.name
+    before = dump(two_threads)
+    result = ttcli(two_threads, "prune", "--older-than", "0s", "--archive", str(other), "--yes")
+    assert result.exit_code == 2
+    assert result.stderr.startswith("Error: ") and result.stderr.count("\n") == 1, result.stderr
+    assert dump(two_threads) == before
+
+
+def test_a_future_bound_from_the_library_still_prunes(two_threads: Path) -> None:
+    future = PrunePolicy(older_than=datetime.now(UTC) + timedelta(days=1), keep_last=1)
+    with SqliteSaver.from_conn_string(two_threads) as saver:
+        report = execute_prune(saver, plan_prune(saver, future))
+        assert report.checkpoints == 2 * 10
+        assert [t.checkpoints for t in saver.list_threads()] == [1, 1]
+
+
+# -- the contract prune pages with ------------------------------------------------------------
+
+
+def test_checkpoint_ids_read_a_range_of_ids_newest_first(saver: BaseSaver) -> None:
+    ids: list[str] = []
+    for step in range(5):
+        ids.append(put_one(saver, ids[-1] if ids else None, step))
+    thread = config("t")
+    assert saver.checkpoint_ids(thread) == ids[::-1]
+    assert saver.checkpoint_ids(thread, below=ids[3], since=ids[1]) == [ids[2], ids[1]]
+    assert saver.checkpoint_ids(thread, since=ids[3]) == [ids[4], ids[3]]
+    assert saver.checkpoint_ids(thread, below=ids[4], limit=2) == [ids[3], ids[2]]
+    assert saver.count_checkpoints(thread, below=ids[2]) == 2
+    assert saver.checkpoint_ids(config("nobody")) == []
+
+
+def test_pending_writes_of_a_page_are_what_get_writes_gives(saver: BaseSaver) -> None:
+    ids: list[str] = []
+    for step in range(4):
+        ids.append(put_one(saver, ids[-1] if ids else None, step))
+        saver.put_writes(config("t", ids[-1]), [("n", step), ("m", [step])], f"task{step}")
+    saver.put_writes(config("t", ids[1]), [("__interrupt__", "ask")], "other", "path")
+    missing = new_id(9)
+    found = saver.pending_writes(config("t"), [ids[3], missing, ids[1], ids[0]])
+    assert found == {i: saver.get_writes(config("t", i)) for i in (ids[3], ids[1], ids[0])}
+    assert len(found[ids[1]]) == 3
+    assert saver.pending_writes(config("nobody"), ids) == {}
+
+
+def test_archiving_page_by_page_stores_each_value_once(
+    db_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    builder = StateGraph(GrowingState)
+    builder.add_node("grow", lambda state: {"n": state["n"] + 1, "log": ["x" * 100]})
+    builder.add_edge(START, "grow")
+    builder.add_conditional_edges("grow", lambda state: "grow" if state["n"] < 30 else END)
+    with SqliteSaver.from_conn_string(db_path) as saver:
+        builder.compile(checkpointer=saver).invoke({"n": 0, "log": []}, cfg("t"))
+    copy = tmp_path / "copy.db"
+    copy.write_bytes(db_path.read_bytes())
+    policy = PrunePolicy(older_than=boundary(), keep_last=1)
+    sizes: list[int] = []
+    for path, pages in ((db_path, 500), (copy, 4)):
+        monkeypatch.setattr("ttcli.ops.prune.BATCH_SIZE", pages)
+        with (
+            SqliteSaver.from_conn_string(path) as saver,
+            SqliteSaver.from_conn_string(path.with_suffix(".archive")) as archive,
+        ):
+            execute_prune(saver, plan_prune(saver, policy), archive=archive)
+            sizes.append(archive.thread_bytes(cfg("t")) or 0)
+    # a page's first row is stored whole (its parent went with the page before): a little more
+    assert 0 < sizes[1] <= sizes[0] * 1.1, sizes

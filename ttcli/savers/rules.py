@@ -1,0 +1,95 @@
+"""Rules every saver applies the same way: metadata filters, the invariants a write must
+keep (see the contract's docstring in base.py), and copying one checkpoint between savers."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from ttcli.configs import CheckpointRef
+from ttcli.errors import AnswerConflictError, ConfigError, InvalidFilterError
+
+if TYPE_CHECKING:
+    from ttcli.savers.base import BaseSaver, CheckpointTuple
+
+FILTER_KEY = re.compile(r"^[A-Za-z0-9_.-]+$")
+
+
+def validate_filter(filter_: Mapping[str, Any] | None) -> dict[str, Any]:
+    """Check metadata filter keys before any saver sees them.
+
+    Keys are plain names, optionally dotted for nested fields (`a.b`); anything else is
+    rejected rather than ignored, so a filter never silently matches everything.
+    """
+    checked = dict(filter_ or {})
+    for key in checked:
+        if not isinstance(key, str) or not FILTER_KEY.match(key):
+            raise InvalidFilterError(
+                f"Invalid filter key: {key!r}. Filter keys must contain only alphanumeric "
+                "characters, underscores, dots, and hyphens."
+            )
+    return checked
+
+
+def metadata_matches(metadata: Mapping[str, Any], filter_: Mapping[str, Any]) -> bool:
+    """Equality on (dotted) metadata keys; a None filter value matches a missing key."""
+    for key, wanted in filter_.items():
+        value: Any = metadata
+        for part in key.split("."):
+            value = value.get(part) if isinstance(value, Mapping) else None
+        if value != wanted or (isinstance(value, bool) != isinstance(wanted, bool)):
+            return False
+    return True
+
+
+def check_child_id(checkpoint_id: str, parent_id: str | None) -> None:
+    """Invariant 1: within a thread a child's id sorts after its parent's."""
+    if parent_id is not None and not checkpoint_id > parent_id:
+        raise ConfigError(
+            f"checkpoint {checkpoint_id} must sort after its parent {parent_id}: make its id "
+            "with ttcli.uuid6.new_id(step, after=parent_id)"
+        )
+
+
+def merged_answers(stored: Any, sent: Any, thread_id: str) -> Any:
+    """Invariant 5: an interrupt's answer is stored once. A task's `__resume__` write is the
+    list of its answers, one per `interrupt()` call in order; the list to store is the longer
+    of the two when one starts with the other (sending an answer again is harmless), and two
+    lists that differ are two people's different answers: the first stays."""
+    if not isinstance(stored, list) or not isinstance(sent, list):
+        return sent
+    shorter, longer = sorted((stored, sent), key=len)
+    if longer[: len(shorter)] == shorter:
+        return longer
+    given = next(a for a, b in zip(stored, sent, strict=False) if a != b)
+    raise AnswerConflictError(given, thread_id)
+
+
+def copy_checkpoint(
+    source: BaseSaver,
+    saved: CheckpointTuple,
+    target: BaseSaver,
+    target_ref: CheckpointRef,
+    *,
+    extra_metadata: Mapping[str, Any] | None = None,
+) -> bool:
+    """Store one checkpoint (same id, values, metadata, parent and pending writes) in
+    `target` under `target_ref`'s thread. Returns False if it was there already; a copy
+    interrupted halfway (say, between the checkpoint and its writes) completes when run again.
+    """
+    at = target_ref.at(saved.checkpoint["id"]).to_config()
+    copied = target.get_tuple(at) is None
+    if copied:
+        parent = target.ref(saved.parent_config).checkpoint_id if saved.parent_config else None
+        metadata = {**saved.metadata, **(extra_metadata or {})}
+        # no change hints: the target compares channel versions with the parent it has
+        target.put(target_ref.at(parent).to_config(), saved.checkpoint, metadata, {})
+    present = {task_id for task_id, *_ in target.get_writes(at)}
+    tasks: dict[str, tuple[str, list[tuple[str, Any]]]] = {}
+    for task_id, path, channel, value in source.get_writes(saved.config):
+        tasks.setdefault(task_id, (path, []))[1].append((channel, value))
+    for task_id, (path, writes) in tasks.items():
+        if task_id not in present:
+            target.put_writes(at, writes, task_id, path)
+    return copied
