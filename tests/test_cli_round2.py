@@ -474,3 +474,12 @@ def test_show_and_run_say_alike_what_a_paused_thread_waits_for(tmp_path: Path) -
     assert table[-1] == "  review [waiting for an answer]"
     done = data(ttcli(db, "resume", "-t", "r", "--value", "yes", "--json"))
     assert done["waiting"] == [] and data(ttcli(db, "show", "-t", "r", "--json"))["waiting"] == []
+
+
+def test_ctrl_c_in_any_command_exits_130(db: Path, tmp_path: Path) -> None:
+    (tmp_path / "slow_import.py").write_text("raise KeyboardInterrupt\n")
+    result = ttcli(db, "graph", f"{tmp_path / 'slow_import.py'}:graph")
+    assert (result.exit_code, result.stdout) == (130, "")
+    assert result.stderr == (
+        "Error: interrupted: what was committed is kept; run the command again to go on\n"
+    )
