@@ -17,7 +17,7 @@ from tests.clitools import ttcli
 from ttcli import END, START, StateGraph
 from ttcli.configs import CheckpointRef, RunnableConfig
 from ttcli.ops.refs import resolve
-from ttcli.savers.base import CheckpointTuple
+from ttcli.savers.base import BaseSaver, CheckpointTuple
 from ttcli.savers.memory import InMemorySaver
 
 
@@ -76,3 +76,15 @@ def test_prefixes_and_n_back_on_a_long_thread(long_db: Path) -> None:
     for ref, expected in [("latest~1000", full[1000]), (full[1100][:18], full[1100])]:
         shown = ttcli(long_db, "show", ref, "-t", "long", "--json")
         assert (shown.exit_code, json.loads(shown.stdout)["checkpoint_id"]) == (0, expected)
+
+
+def test_ids_ending_finds_the_ids_a_short_id_names(saver: BaseSaver) -> None:
+    api = SimpleNamespace(StateGraph=StateGraph, START=START, END=END)
+    graph = graphs.linear(api).compile(checkpointer=saver)
+    graph.invoke({"x": 1}, {"configurable": {"thread_id": "t"}})
+    config = CheckpointRef("t").to_config()
+    ids = saver.checkpoint_ids(config)
+    for tail in (ids[1][-8:], ids[2][-7:], ids[0][-12:]):
+        assert saver.ids_ending(config, tail) == [i for i in ids if i.endswith(tail)]
+    assert saver.ids_ending(config, "zz") == []
+    assert saver.ids_ending(CheckpointRef("nobody").to_config(), ids[0][-8:]) == []
