@@ -14,7 +14,6 @@ from ttcli.uuid6 import dashed
 #: characters in a short id; and the fewest a ref matched against the end of ids may have
 SHORT = 8
 SHORT_MINIMUM = 4
-ID_PAGE = 10_000  # ids read at a time to match a short id
 
 _REF = re.compile(r"^(?P<base>[0-9a-fA-F-]+|latest|HEAD)(?:~(?P<back>\d+))?$")
 
@@ -59,8 +58,8 @@ def _base(saver: BaseSaver, ref: CheckpointRef, base: str, text: str) -> Checkpo
     if exact is not None:
         return exact
     matches, total = _with_prefix(saver, ref, base.replace("-", ""))
-    if SHORT_MINIMUM <= len(base) <= SHORT and "-" not in base:
-        extra = [c for c in _ending(saver, ref, base) if c not in matches]
+    if SHORT_MINIMUM <= len(base) <= SHORT and "-" not in base:  # a short id: an id's end
+        extra = [c for c in saver.ids_ending(ref.to_config(), base) if c not in matches]
         matches, total = matches + extra, total + len(extra)
     if not matches:
         if saver.get_tuple(ref.to_config()) is None:
@@ -88,19 +87,6 @@ def _with_prefix(saver: BaseSaver, ref: CheckpointRef, digits: str) -> tuple[lis
         config, below=low
     )
     return matches, total
-
-
-def _ending(saver: BaseSaver, ref: CheckpointRef, tail: str) -> list[str]:
-    """The ids that end with `tail`. A short id is the end of one (its random part), which
-    no index orders: the thread's ids are read, the ids alone, a page at a time."""
-    found: list[str] = []
-    below = None
-    while page := saver.checkpoint_ids(ref.to_config(), below=below, limit=ID_PAGE):
-        found += [c for c in page if c.endswith(tail)]
-        if len(page) < ID_PAGE:
-            break
-        below = page[-1]
-    return found
 
 
 def _full(saver: BaseSaver, config: RunnableConfig) -> CheckpointTuple:
