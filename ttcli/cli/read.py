@@ -330,7 +330,11 @@ def tree(env: Env, thread: str, ns: str) -> None:
     short, marks = short_ids(e.checkpoint_id for e in entries), trees.marks(entries)
     if env.format in PICTURES:
         paused = {i for i, mark in marks.items() if mark.startswith("paused")}
-        titles = {e.checkpoint_id: " ".join(_tree_label(e, short).split()) for e in entries}
+        titles = {
+            e.checkpoint_id: " ".join(_tree_label(e, short).split())
+            + (f" ({marks[e.checkpoint_id]})" if e.checkpoint_id in marks else "")
+            for e in entries
+        }
         render.picture(env, pictures.of_thread(entries, titles, paused))
         return
     labels = {e.checkpoint_id: _tree_label(e, short) for e in entries}
