@@ -4,22 +4,30 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 TEST ?= tests
 
-.PHONY: install test demo bench lint typecheck check clean
+.PHONY: install dev test demo bench lint typecheck check clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
-$(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+# the command line and the library alone
+$(VENV)/.installed: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e .
 	touch $@
 
-install: $(VENV)/.installed-dev
+# plus what the tests, the checkers and the benchmarks need (LangGraph as a test oracle)
+$(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $(VENV)/.installed $@
+
+install: $(VENV)/.installed
+
+dev: $(VENV)/.installed-dev
 
 test: $(VENV)/.installed-dev
 	$(BIN)/python -m pytest -q $(TEST)
 
-demo: $(VENV)/.installed-dev
+demo: $(VENV)/.installed
 	$(BIN)/python -m fixtures.demo
 
 lint: $(VENV)/.installed-dev

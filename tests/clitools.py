@@ -16,6 +16,8 @@ from ttcli.cli import cli
 ROOT = Path(__file__).parent.parent
 ORDER_AGENT = f"{ROOT}/fixtures/order_agent.py:graph"
 REVIEW = f"{ROOT}/fixtures/review_workflow.py:builder"
+#: a Send fan-out: `square` runs once per item
+FAN_OUT = "import ttcli\nfrom tests.graphs import map_reduce\ngraph = map_reduce(ttcli)\n"
 ORDER = {"request": "Please refund order 123, it arrived broken.", "tool_result": "", "log": []}
 
 GRAPHS = textwrap.dedent(

@@ -5,10 +5,13 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
-from tests.clitools import GRAPHS, ORDER, ORDER_AGENT, ttcli
+from tests.clitools import FAN_OUT, GRAPHS, ORDER, ORDER_AGENT, REVIEW, ttcli
+from tests.graphs import linear
+from ttcli import END, START, StateGraph
 from ttcli.savers.base import BaseSaver
 from ttcli.savers.memory import InMemorySaver
 from ttcli.savers.sqlite import SqliteSaver
@@ -45,4 +48,39 @@ def db(tmp_path: Path) -> Path:
 def graphs_file(tmp_path: Path) -> Path:
     path = tmp_path / "graphs.py"
     path.write_text(GRAPHS)
+    return path
+
+
+ITEMS = json.dumps({"items": [1, 2, 3], "results": [], "total": 0})
+
+
+@pytest.fixture
+def fan_db(tmp_path: Path) -> Path:
+    """A database holding thread f1, where `square` ran once per item (a Send fan-out)."""
+    (tmp_path / "fan.py").write_text(FAN_OUT)
+    path = tmp_path / "fan.db"
+    result = ttcli(path, "run", f"{tmp_path / 'fan.py'}:graph", "-t", "f1", "--input", ITEMS)
+    assert result.exit_code == 0, result.stderr
+    return path
+
+
+@pytest.fixture(scope="session")
+def long_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Thread `long`: 3,000 checkpoints (1,000 runs of a -> b)."""
+    path = tmp_path_factory.mktemp("long") / "long.db"
+    with SqliteSaver.from_conn_string(path) as saver:
+        graph = linear(SimpleNamespace(StateGraph=StateGraph, START=START, END=END)).compile(
+            checkpointer=saver
+        )
+        for x in range(1000):
+            graph.invoke({"x": x}, {"configurable": {"thread_id": "long"}})
+    return path
+
+
+@pytest.fixture
+def paused_db(tmp_path: Path) -> Path:
+    """Thread `t`, paused at the review workflow's question."""
+    path = tmp_path / "paused.db"
+    request = json.dumps({"request": "refund 7", "plan": "", "log": []})
+    assert ttcli(path, "run", REVIEW, "-t", "t", "--input", request).exit_code == 4
     return path

@@ -129,7 +129,10 @@ def test_refs_by_prefix_and_ancestry(db: Path) -> None:
 def test_show_a_checkpoint_in_full(db: Path) -> None:
     shown = data(ttcli(db, "show", "latest~2", "-t", "order:123", "--json"))
     assert shown["step"] == 2 and shown["next"] == ["call_tool"]
-    assert shown["writes"] == {"plan": {"tool": "cancel_order", "log": ["plan: call cancel_order"]}}
+    assert shown["writes"] == ["plan"]
+    assert shown["returned"] == {
+        "plan": {"tool": "cancel_order", "log": ["plan: call cancel_order"]}
+    }
     assert shown["values"]["tool"] == "cancel_order"
     assert [(t["name"], t["result"]["tool_result"]) for t in shown["tasks"]] == [
         ("call_tool", "order 123 cancelled")

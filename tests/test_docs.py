@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 import ttcli
+from tests import readme
 
 ROOT = Path(__file__).parent.parent
 
@@ -99,3 +100,16 @@ def test_every_command_has_a_readme_section() -> None:
 
     headings = re.findall(r"^### ttcli (\S+)$", (ROOT / "README.md").read_text(), flags=re.M)
     assert sorted(headings) == sorted(COMMANDS)
+
+
+def test_readme_sessions_run_as_typed(tmp_path: Path) -> None:
+    """Every `$ ttcli ...` line of the README, run in order in a fresh folder, prints what the
+    README says it prints (ids and times aside) and exits as it says."""
+    env = readme.folder(tmp_path)
+    for _, steps in readme.sessions(readme.README.read_text()):
+        for step in steps:
+            ran = readme.run(step, tmp_path, env)
+            assert (ran.exit_code, readme.stable(ran.output)) == (
+                step.exit_code,
+                readme.stable(step.output),
+            ), step.command

@@ -60,13 +60,16 @@ class InputError(TtcliError, ValueError):
 
 
 class AmbiguousRefError(InputError):
-    """A checkpoint ref prefix that several checkpoints share."""
+    """A checkpoint ref (a prefix or a short id) that several checkpoints match."""
 
-    def __init__(self, text: str, thread_id: str, candidates: list[str]) -> None:
-        shown = ", ".join(candidates[:5]) + (", ..." if len(candidates) > 5 else "")
+    def __init__(
+        self, text: str, thread_id: str, candidates: list[str], *, total: int | None = None
+    ) -> None:
+        total = len(candidates) if total is None else total  # when only some were read
+        shown = ", ".join(candidates[:5]) + (", ..." if total > 5 else "")
         super().__init__(
-            f"checkpoint ref '{text}' is ambiguous in thread '{thread_id}': it starts "
-            f"{len(candidates)} ids ({shown}); give more characters"
+            f"checkpoint ref '{text}' is ambiguous in thread '{thread_id}': it matches "
+            f"{total} ids ({shown}); give more characters"
         )
         self.candidates = candidates
 

@@ -1,13 +1,15 @@
 """The `ttcli` group: global options, opening the database, and errors -> exit codes.
 
 Exit codes (README, "Exit codes"): 0 success, 1 a node raised or `diff --exit-code` found a
-difference, 2 usage error, 3 not found, 4 paused, 5 database busy, 6 unreadable data.
+difference, 2 usage error, 3 not found, 4 paused, 5 database busy, 6 unreadable data, 130
+interrupted by Ctrl-C.
 """
 
 from __future__ import annotations
 
 import importlib
 import os
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,8 +36,12 @@ if TYPE_CHECKING:
     from ttcli.savers.sqlite import SqliteSaver
 
 FORMATS = ("table", "json", "jsonl", "csv")
+#: formats that draw a picture: `tree` and `graph` only
+PICTURES = ("mermaid", "dot")
 
 PAUSED = 4
+INTERRUPTED = 130  # Ctrl-C, as shells report SIGINT
+RECURSION_LIMIT = 10_000
 EXIT_CODES: list[tuple[type[Exception], int]] = [
     (NodeError, 1),
     (InputError, 2),
@@ -70,7 +76,9 @@ COMMANDS = {
     "replay": "write",
     "resume": "write",
     "fork": "write",
+    "graph": "graph",
     "history": "read",
+    "blame": "blame",
     "show": "read",
     "diff": "read",
     "threads": "read",
@@ -99,14 +107,27 @@ class TtcliGroup(click.Group):
         self, ctx: click.Context, args: list[str]
     ) -> tuple[str | None, click.Command | None, list[str]]:
         name, command, rest = super().resolve_command(ctx, args)
-        # the commands of cli/read.py only read: they open the file so that it never changes
-        ctx.ensure_object(Env).readonly = COMMANDS.get(name or "") == "read"
+        # the commands of cli/read.py and cli/blame.py only read: they open the file so that
+        # it never changes
+        ctx.ensure_object(Env).readonly = COMMANDS.get(name or "") in ("read", "blame")
         return name, command, rest
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if not args:  # `ttcli` alone: the help, not a usage error
+            click.echo(ctx.get_help())
+            ctx.exit(0)
+        return super().parse_args(ctx, args)
 
     def make_context(
         self, info_name: str | None, args: list[str], parent: click.Context | None = None,
         **extra: Any,
     ) -> click.Context:  # fmt: skip
+        for arg in args:
+            try:
+                arg.encode("utf-8")
+            except UnicodeEncodeError:  # bytes that are not UTF-8 arrive as lone surrogates
+                given = arg.encode("utf-8", "surrogateescape").decode("ascii", "backslashreplace")
+                raise Failure(f"argument '{given}' is not valid UTF-8 text", 2) from None
         try:
             return super().make_context(info_name, args, parent, **extra)
         except click.UsageError as exc:
@@ -122,6 +143,21 @@ class TtcliGroup(click.Group):
             raise Failure(str(exc), code) from exc
         except (click.ClickException, click.exceptions.Exit, click.Abort):
             raise
+        except KeyboardInterrupt:
+            raise Failure(
+                "interrupted: what was committed is kept; run the command again to go on",
+                INTERRUPTED,
+            ) from None
+        except RecursionError:
+            raise Failure(
+                "a value is nested too deeply to print (more than about "
+                f"{RECURSION_LIMIT // 2} levels); --channel shows one key at a time",
+                6,
+            ) from None
+        except BrokenPipeError:
+            # the reader stopped early (`| head -1`): not an error, and nothing more to say
+            _discard_stdout()
+            raise click.exceptions.Exit(0) from None
         except Exception as exc:
             if os.environ.get("TTCLI_DEBUG"):
                 raise
@@ -130,6 +166,18 @@ class TtcliGroup(click.Group):
                 "TTCLI_DEBUG=1 to see where, and report it)",
                 1,
             ) from exc
+
+
+def _discard_stdout() -> None:
+    """Point standard output at the null device, so that flushing what is left at exit
+    does not fail a second time."""
+    null = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(null, sys.stdout.fileno())
+    except (OSError, ValueError):  # no real file descriptor (a test runner's buffer)
+        pass
+    finally:
+        os.close(null)
 
 
 def _one_line(exc: click.UsageError) -> Failure:
@@ -158,6 +206,11 @@ class Env:
     def format_json(self, value: bool) -> None:
         if value:
             self.format = "json"
+
+    @property
+    def folder(self) -> Path:
+        """The database's folder: graph TARGETs beneath it are recorded relative to it."""
+        return Path(self.db).resolve().parent
 
     def saver(self, *, create: bool = False) -> SqliteSaver:
         """The database, opened once; only commands that write may create it."""
@@ -196,14 +249,24 @@ def _store(field_name: str) -> Callable[[click.Context, click.Parameter, Any], N
 
 def output_options(func: F) -> F:
     """--db, --format, --json and --busy-timeout: accepted by the group and every command."""
+    return _output_options(func, FORMATS)
+
+
+def picture_options(func: F) -> F:
+    """`output_options`, with --format mermaid|dot for the commands that draw."""
+    return _output_options(func, FORMATS + PICTURES)
+
+
+def _output_options(func: F, formats: tuple[str, ...]) -> F:
     options = [
         click.option(
             "--db", envvar="TTCLI_DB", metavar="PATH", expose_value=False, callback=_store("db"),
             help="The SQLite file (env TTCLI_DB; default ./ttcli.db).",
         ),
         click.option(
-            "--format", type=click.Choice(FORMATS), expose_value=False, callback=_store("format"),
-            help="Output: table (default) for people; json, jsonl or csv for scripts.",
+            "--format", type=click.Choice(formats), expose_value=False, callback=_store("format"),
+            help="Output: table (default) for people; json, jsonl or csv for scripts"
+            + ("; mermaid or dot for a picture." if PICTURES[0] in formats else "."),
         ),
         click.option(
             "--json", is_flag=True, expose_value=False, callback=_store("format_json"),
@@ -221,7 +284,7 @@ def output_options(func: F) -> F:
 
 
 @click.group(name="ttcli", cls=TtcliGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@output_options
+@picture_options
 @click.version_option(package_name="ttcli")
 @click.pass_context
 def cli(ctx: click.Context) -> None:
@@ -235,6 +298,9 @@ def cli(ctx: click.Context) -> None:
         ttcli show latest~2 --thread order:123 --json
     """
     ctx.call_on_close(ctx.ensure_object(Env).close)
+    # values nest as deep as an application made them; Python's default of 1,000 frames
+    # stops at about 500 levels
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), RECURSION_LIMIT))
 
 
 def thread_options(func: F) -> F:

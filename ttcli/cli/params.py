@@ -26,11 +26,23 @@ def json_value(text: str, what: str) -> Any:
         except OSError as exc:
             raise InputError(f"cannot read {what} from {text[1:]}: {exc.strerror}") from None
     try:
-        return json.loads(source)
+        found = json.loads(source)
     except json.JSONDecodeError as exc:
         raise InputError(
             f"invalid JSON in {what}: {exc.msg} at line {exc.lineno} column {exc.colno}"
         ) from None
+    return _unicode(found, what)
+
+
+def _unicode(value: Any, what: str) -> Any:
+    """`value`, if its text is all valid Unicode: JSON can spell a lone surrogate
+    (`"\\udcff"`), which no UTF-8 file or database can hold."""
+    try:
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError as exc:
+        bad = ascii(exc.object[exc.start : exc.end])[1:-1]
+        raise InputError(f"{what} holds text that is not valid Unicode ({bad})") from None
+    return value
 
 
 def assignments(items: Sequence[str], what: str) -> dict[str, Any]:
@@ -41,8 +53,20 @@ def assignments(items: Sequence[str], what: str) -> dict[str, Any]:
         key, sep, value = item.partition("=")
         if not sep or not key:
             raise InputError(f"invalid {what} {item!r}: use KEY=VALUE")
-        try:
-            found[key] = json.loads(value)
-        except json.JSONDecodeError:
-            found[key] = value
+        found[key] = _json_or_text(value, what)
     return found
+
+
+def json_or_text(text: str, what: str) -> Any:
+    """Like `json_value`, except that inline text which is not JSON is taken as a string
+    (`--value yes`)."""
+    if text == "-" or text.startswith("@"):
+        return json_value(text, what)
+    return _json_or_text(text, what)
+
+
+def _json_or_text(text: str, what: str) -> Any:
+    try:
+        return _unicode(json.loads(text), what)
+    except json.JSONDecodeError:
+        return text

@@ -20,6 +20,7 @@ from ttcli.ops.prune import (
     ThreadPlan,
     execute_prune,
     plan_prune,
+    require_thread,
 )
 from ttcli.savers.sqlite import SqliteSaver
 from ttcli.savers.sqlite.copy import same_file
@@ -80,6 +81,8 @@ def prune(
         prefix=prefix,
     )
     saver = env.saver()
+    if thread is not None:
+        require_thread(saver, thread)
     plans = plan_prune(saver, policy)
     if not yes:
         doomed = sum(p.count for p in plans)
@@ -109,10 +112,10 @@ def _delete(saver: SqliteSaver, plans: list[ThreadPlan], archive: str | None) ->
 def _execute(
     saver: SqliteSaver, plans: list[ThreadPlan], archive: str | None, progress: Progress | None
 ) -> PruneReport:
-    if archive is None:
-        return execute_prune(saver, plans, progress=progress)
-    if same_file(archive, saver.path):
+    if archive is not None and same_file(archive, saver.path):
         raise InputError(f"--archive {archive} is the database being pruned: archive elsewhere")
+    if archive is None or not plans:  # nothing to archive: no archive file either
+        return execute_prune(saver, plans, progress=progress)
     with SqliteSaver.from_conn_string(archive) as target:
         return execute_prune(saver, plans, archive=target, progress=progress)
 

@@ -7,15 +7,22 @@ from typing import Any
 import click
 
 from ttcli.cli import render
-from ttcli.cli.main import Env, Failure, output_options, pass_env, thread_options
+from ttcli.cli.main import (
+    PICTURES,
+    Env,
+    Failure,
+    output_options,
+    pass_env,
+    picture_options,
+    thread_options,
+)
 from ttcli.cli.params import assignments
 from ttcli.configs import CheckpointRef
-from ttcli.ops import inspect
+from ttcli.ops import inspect, pictures
 from ttcli.ops import tree as trees
 from ttcli.ops import verify as checks
 from ttcli.ops.diff import diff_values
 from ttcli.ops.refs import resolve, short_ids
-from ttcli.savers.base import BaseSaver
 
 
 @click.command()
@@ -25,50 +32,62 @@ from ttcli.savers.base import BaseSaver
     "filters",
     multiple=True,
     metavar="KEY=VALUE",
-    help="Only checkpoints whose metadata KEY equals VALUE (repeatable; a.b reaches nested keys).",
+    help="Only checkpoints whose metadata KEY equals VALUE (repeatable; a.b reaches nested "
+    "keys); writes=NODE: the checkpoints NODE wrote.",
+)
+@click.option(
+    "--where",
+    "wheres",
+    multiple=True,
+    metavar="PATH=VALUE",
+    help="Only checkpoints whose state holds VALUE at PATH (repeatable; a.b.0 reaches nested "
+    "keys and list items; reads the values).",
 )
 @click.option("--before", metavar="REF", help="Only checkpoints older than REF.")
 @click.option("--limit", type=click.IntRange(min=1), metavar="N", help="At most N checkpoints.")
 @output_options
 @pass_env
 def history(
-    env: Env, thread: str, ns: str, filters: tuple[str, ...], before: str | None, limit: int | None
-) -> None:
-    """List a thread's checkpoints, newest first, without reading any stored value.
+    env: Env, thread: str, ns: str, filters: tuple[str, ...], wheres: tuple[str, ...],
+    before: str | None, limit: int | None,
+) -> None:  # fmt: skip
+    """List a thread's checkpoints, newest first, without reading any stored value (except
+    with --where, which looks into the state).
 
     \b
     Example:
         ttcli history --thread order:123 --filter source=loop --limit 5
+        ttcli history --thread order:123 --filter writes=plan
+        ttcli history --thread order:123 --where tool=cancel_order   # when did it go wrong?
     """
     saver, ref = env.saver(), CheckpointRef(thread, ns)
     older = resolve(saver, ref, before) if before else None
     entries = inspect.history(
-        saver, ref, filter=assignments(filters, "--filter"), before=older, limit=limit
-    )
-    short = abbreviations(saver, ref, [i for e in entries for i in (e.checkpoint_id, e.parent_id)])
-    render.rows(
-        env,
-        [_entry_record(e) for e in entries],
-        ["checkpoint", "step", "source", "next", "writes", "created_at", "parent"],
-        [
-            [
-                short[e.checkpoint_id],
-                e.step,
-                e.source,
-                ",".join(e.next) or "-",
-                ",".join(e.writes) or "-",
-                e.created_at,
-                short.get(e.parent_id or "", "-"),
-            ]
-            for e in entries
-        ],
-    )
+        saver, ref, filter=assignments(filters, "--filter"), before=older, limit=limit,
+        where=assignments(wheres, "--where"),
+    )  # fmt: skip
+    empty = f"no checkpoints in thread '{thread}' match"
+    render.rows(env, *_history_table(entries), fields=ENTRY_FIELDS, empty=empty)
 
 
-def abbreviations(saver: BaseSaver, ref: CheckpointRef, ids: list[str | None]) -> dict[str, str]:
-    """Short ids that are unique in the whole thread, so that each works as a ref."""
-    shown = [i for i in ids if i]
-    return short_ids([*shown, *saver.neighbour_ids(ref.to_config(), shown)])
+def _history_table(
+    entries: list[inspect.Entry],
+) -> tuple[list[dict[str, Any]], list[str], list[list[Any]]]:
+    """Records for scripts; headers and short cells for people."""
+    short = short_ids(i for e in entries for i in (e.checkpoint_id, e.parent_id))
+    headers = ["checkpoint", "step", "source", "next", "writes", "created_at", "parent"]
+    cells = [
+        [short[e.checkpoint_id], e.step, e.source, ",".join(e.next) or "-",
+         ",".join(e.writes) or "-", e.created_at, short.get(e.parent_id or "", "-")]
+        for e in entries
+    ]  # fmt: skip
+    return [_entry_record(e) for e in entries], headers, cells
+
+
+ENTRY_FIELDS = [
+    "checkpoint_id", "parent_checkpoint_id", "step", "source", "next", "writes", "created_at",
+    "metadata",
+]  # fmt: skip
 
 
 def _entry_record(e: inspect.Entry) -> dict[str, Any]:
@@ -122,7 +141,8 @@ def _detail_record(d: inspect.Detail) -> dict[str, Any]:
         "checkpoint_ns": d.checkpoint_ns,
         "children": d.children,
         "values": d.values,
-        "writes": d.writes,
+        "returned": d.writes,
+        "waiting": render.waiting_record(_waits(d)),
         "tasks": [
             {
                 "id": t.id or None,
@@ -130,13 +150,18 @@ def _detail_record(d: inspect.Detail) -> dict[str, Any]:
                 "path": t.path or None,
                 "result": t.result,
                 "error": t.error,
-                "interrupts": t.interrupts,
+                "interrupts": [render.asked_record(i) for i in t.interrupts],
                 "answers": t.answers,
                 "waiting": t.waiting,
             }
             for t in d.tasks
         ],
     }
+
+
+def _waits(d: inspect.Detail) -> list[inspect.Waiting]:
+    """What a checkpoint waits on, if nothing came after it."""
+    return [] if d.children else inspect.waiting(d.tasks)
 
 
 def _detail_lines(d: inspect.Detail) -> list[str]:
@@ -150,6 +175,7 @@ def _detail_lines(d: inspect.Detail) -> list[str]:
         f"parent      {e.parent_id or '-'}",
         f"children    {', '.join(d.children) or '-'}",
         f"next        {', '.join(e.next) or '- (done)'}",
+        *render.waiting_lines(_waits(d)),
     ]
     lines += [f"metadata    {k}: {render.compact(v)}" for k, v in e.extra.items()]
     lines.append("writes      " + ("-" if not d.writes else ""))
@@ -170,10 +196,8 @@ def _detail_lines(d: inspect.Detail) -> list[str]:
         lines.append(f"  {t.name} [{state}]")
         lines += [f"    result: {render.compact(t.result, 80)}"] if t.result else []
         lines += [f"    error: {t.error}"] if t.error else []
-        lines += [
-            f"    asks: {render.compact(getattr(i, 'value', i), 80)} (id {getattr(i, 'id', '?')})"
-            for i in t.interrupts
-        ]
+        if not t.waiting:  # what a waiting task asks is said once, above
+            lines += [f"    asked: {render.compact(i.value, 80)} (id {i.id})" for i in t.interrupts]
     return lines
 
 
@@ -184,7 +208,8 @@ def _detail_lines(d: inspect.Detail) -> list[str]:
 @click.option(
     "--exit-code",
     is_flag=True,
-    help="Exit 1 if the checkpoints differ (like git diff --exit-code).",
+    help="Exit 1 if the checkpoints differ (like git diff --exit-code): in their values, "
+    "their next nodes or their writes, each of which it prints.",
 )
 @output_options
 @pass_env
@@ -246,8 +271,8 @@ def _diff_lines(record: dict[str, Any], changes: list[Any], steps: dict[str, Any
 @output_options
 @pass_env
 def threads(env: Env, prefix: str, sizes: bool) -> None:
-    """List threads: checkpoints, last step, last activity, status (done, paused, failed),
-    and with --bytes the bytes each takes in the file.
+    """List threads: checkpoints, last step, last activity, status (done, paused, failed,
+    interrupted), and with --bytes the bytes each takes in the file.
 
     \b
     Example:
@@ -273,49 +298,64 @@ def threads(env: Env, prefix: str, sizes: bool) -> None:
         + (["-" if t.bytes is None else t.bytes] if sizes else [])
         for t in found
     ]
-    render.rows(env, records, columns + (["bytes"] if sizes else []), table)
+    fields = [*THREAD_FIELDS, *(["bytes"] if sizes else [])]
+    render.rows(
+        env, records, columns + (["bytes"] if sizes else []), table, fields=fields,
+        empty=f"no threads whose id starts with {prefix!r}" if prefix else "no threads",
+    )  # fmt: skip
+
+
+THREAD_FIELDS = [
+    "thread_id", "checkpoint_ns", "checkpoints", "last_step", "last_activity", "status"
+]  # fmt: skip
 
 
 @click.command()
 @thread_options
-@output_options
+@picture_options
 @pass_env
 def tree(env: Env, thread: str, ns: str) -> None:
     """Draw a thread's branches as a tree, newest first, like git log --graph; marks the
-    latest checkpoint and checkpoints paused with work left to do.
+    latest checkpoint and checkpoints paused with work left to do. --format mermaid or dot
+    draws it as a picture (oldest at the top; updates, forks and paused heads marked).
 
     \b
     Example:
         ttcli tree --thread order:123
+        ttcli tree --thread order:123 --format mermaid > order.mmd
+        ttcli tree --thread order:123 --format dot | dot -Tsvg > order.svg
     """
     saver, ref = env.saver(), CheckpointRef(thread, ns)
     entries = inspect.history(saver, ref)
-    short = abbreviations(saver, ref, [e.checkpoint_id for e in entries])
-    heads = {e.checkpoint_id for e in entries} - {e.parent_id for e in entries}
-    marks = {
-        e.checkpoint_id: ("latest" if i == 0 else "paused")
-        + (f", next: {','.join(e.next)}" if e.next else "")
-        for i, e in enumerate(entries)
-        if i == 0 or (e.next and e.checkpoint_id in heads)  # a branch head with work left
-    }
-    nodes = [
-        trees.Node(e.checkpoint_id, e.parent_id, _tree_label(e, short, marks)) for e in entries
-    ]
-    lines = trees.draw(nodes)
-    render.document(
-        env, {"lines": lines, "checkpoints": [_entry_record(e) for e in entries]}, lines
+    short, marks = short_ids(e.checkpoint_id for e in entries), trees.marks(entries)
+    if env.format in PICTURES:
+        paused = {i for i, mark in marks.items() if mark.startswith("paused")}
+        titles = {
+            e.checkpoint_id: " ".join(_tree_label(e, short).split())
+            + (f" ({marks[e.checkpoint_id]})" if e.checkpoint_id in marks else "")
+            for e in entries
+        }
+        render.picture(env, pictures.of_thread(entries, titles, paused))
+        return
+    labels = {e.checkpoint_id: _tree_label(e, short) for e in entries}
+    lines = trees.draw(
+        [trees.Node(i.checkpoint_id, i.parent_id, labels[i.checkpoint_id] + _mark(marks, i))
+         for i in entries]
+    )  # fmt: skip
+    record = {"lines": lines, "checkpoints": [_entry_record(e) for e in entries]}
+    render.document(env, record, lines, escaped=True)
+
+
+def _tree_label(e: inspect.Entry, short: dict[str, str]) -> str:
+    return render.safe(
+        f"{short[e.checkpoint_id]}  step {e.step:>3}  {e.source:<6} {','.join(e.writes) or '-'}"
     )
 
 
-def _tree_label(e: inspect.Entry, short: dict[str, str], marks: dict[str, str]) -> str:
-    width = max(map(len, short.values()))
-    label = (
-        f"{short[e.checkpoint_id]:<{width}}  step {e.step:>3}  {e.source:<6} "
-        f"{','.join(e.writes) or '-'}"
-    )
-    if e.checkpoint_id in marks:
-        label += render.style(f"  ({marks[e.checkpoint_id]})", fg="green")
-    return label
+def _mark(marks: dict[str, str], e: inspect.Entry) -> str:
+    if e.checkpoint_id not in marks:
+        return ""
+    return render.style(render.safe(f"  ({marks[e.checkpoint_id]})"), fg="green")
 
 
 @click.command()
@@ -340,6 +380,8 @@ def verify(env: Env) -> None:
             [f.thread_id, f.checkpoint_id, f.where, f.what, "yes" if f.problem else "no"]
             for f in report.findings
         ],
+        fields=FINDING_FIELDS,
+        empty="",
     )
     summary = (
         f"checked {report.checkpoints} checkpoints in {report.threads} threads: "
@@ -350,7 +392,8 @@ def verify(env: Env) -> None:
         click.get_current_context().exit(6)
 
 
+FINDING_FIELDS = ["thread_id", "checkpoint_id", "where", "what", "problem"]
+
+
 def vars_of(finding: checks.Finding) -> dict[str, Any]:
-    return {
-        k: getattr(finding, k) for k in ("thread_id", "checkpoint_id", "where", "what", "problem")
-    }
+    return {k: getattr(finding, k) for k in FINDING_FIELDS}

@@ -6,30 +6,38 @@ unless --graph names another); fork needs no graph.
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 import click
 
 from ttcli.cli import render
-from ttcli.cli.main import PAUSED, Env, output_options, pass_env, thread_options
-from ttcli.cli.params import assignments, json_value
+from ttcli.cli.main import (
+    INTERRUPTED,
+    PAUSED,
+    Env,
+    Failure,
+    output_options,
+    pass_env,
+    thread_options,
+)
+from ttcli.cli.params import assignments, json_or_text, json_value
 from ttcli.configs import CheckpointRef
 from ttcli.errors import (
     GraphRecursionError,
     InputError,
     InvalidUpdateError,
     NodeError,
-    NotFoundError,
     TtcliError,
 )
-from ttcli.ops import inspect, targets
-from ttcli.ops.copy import copy_lineage
+from ttcli.ops import answers, inspect, targets
 from ttcli.ops.diff import diff_values
 from ttcli.ops.fork import fork as fork_checkpoint
+from ttcli.ops.fork import fork_to_thread
 from ttcli.ops.refs import resolve
 from ttcli.runtime.commands import Command
 from ttcli.runtime.compiled import CompiledStateGraph
-from ttcli.savers.base import BaseSaver, CheckpointTuple
+from ttcli.savers.base import CheckpointTuple
 from ttcli.savers.memory import InMemorySaver
 
 graph_option = click.option(
@@ -72,13 +80,14 @@ def run(
     if resume is not None:
         given = Command(resume=json_value(resume, "--resume"))
     graph = targets.compile_target(target, InMemorySaver())
-    if input_ is not None:
-        _check_state_keys(graph, given, "--input")
-    saver = env.saver(create=True)
-    ref = CheckpointRef(thread, ns)
+    targets.require_nodes(graph, interrupt_before, "--interrupt-before")
+    _check_state_keys(graph, given if input_ is not None else None, "--input")
+    saver, ref = env.saver(create=True), CheckpointRef(thread, ns)
+    if given is None and from_ref is None and saver.get_tuple(ref.to_config()) is None:
+        raise InputError(f"thread '{thread}' is new: give --input JSON")
     at = resolve(saver, ref, from_ref).config if from_ref else ref.to_config()
     graph.checkpointer = saver
-    saver.set_thread_info(thread, {"target": targets.normalise(target)})
+    targets.record(saver, thread, target, graph, env.folder)
     _execute(env, graph, target, given, at, interrupt_before=list(interrupt_before), stream=stream)
 
 
@@ -102,34 +111,35 @@ def replay(env: Env, ref: str, thread: str, ns: str, plan: bool, target: str | N
     saver = env.saver()
     saved = resolve(saver, CheckpointRef(thread, ns), ref)
     if plan:
-        detail = inspect.describe(saver, saved)
-        render.document(env, _plan_record(detail), _plan_lines(detail))
+        forks = inspect.replay_forks(saver, saved)
+        render.document(env, *_plan_report(inspect.describe(saver, saved), forks))
         return
-    spec = _target(saver, thread, target)
-    _execute(env, targets.compile_target(spec, saver), spec, None, saved.config)
+    spec, graph = targets.for_thread(saver, thread, target, env.folder, saver)
+    _execute(env, graph, spec, None, saved.config)
 
 
-def _plan_record(d: inspect.Detail) -> dict[str, Any]:
-    asked = [i for t in d.tasks for i in t.interrupts]
-    return {
+def _plan_report(d: inspect.Detail, forks: bool) -> tuple[dict[str, Any], list[str]]:
+    record = {
         "from": d.entry.checkpoint_id,
         "step": d.entry.step,
+        "fork": forks,
         "runs": list(d.entry.next),
-        "asks_again": asked,
+        "asks_again": [render.asked_record(i) for t in d.tasks for i in t.interrupts],
     }
-
-
-def _plan_lines(d: inspect.Detail) -> list[str]:
     runs = ", ".join(d.entry.next) or "nothing (the checkpoint is final)"
-    return [
-        f"replay from {d.entry.checkpoint_id} (step {d.entry.step}): a fork, then {runs}",
+    how = "a fork, then" if forks else f"the thread's head, an {d.entry.source}: no fork, runs"
+    return record, [
+        f"replay from {d.entry.checkpoint_id} (step {d.entry.step}): {how} {runs}",
         "nodes run again: their side effects (tool calls, messages, writes) happen again",
     ]
 
 
 @click.command()
 @thread_options
-@click.option("--value", required=True, metavar="JSON", help="The answer (JSON, @file or -).")
+@click.option(
+    "--value", required=True, metavar="JSON",
+    help="The answer: JSON (text that is not JSON is a string), @file.json or - for stdin.",
+)  # fmt: skip
 @click.option(
     "--id", "interrupt_id", metavar="INTERRUPT_ID", help="Which interrupt, when several wait."
 )
@@ -139,40 +149,19 @@ def _plan_lines(d: inspect.Detail) -> list[str]:
 def resume(
     env: Env, thread: str, ns: str, value: str, interrupt_id: str | None, target: str | None
 ) -> None:
-    """Answer the interrupt a paused thread waits on, and run on.
+    """Answer the interrupt a paused thread waits on, and run on. A thread that waits on
+    no interrupt is refused (exit 2); one stopped at a breakpoint goes on with `ttcli run
+    TARGET --thread T` without --input.
 
     \b
     Example:
-        ttcli resume --thread review:1 --value '"yes"'
+        ttcli resume --thread review:1 --value yes
         ttcli resume --thread review:1 --value '{"approved": true}' --id 6d62eb71d26c83ca
     """
-    saver = env.saver()
-    answer = json_value(value, "--value")
-    spec = _target(saver, thread, target)
-    ref = CheckpointRef(thread, ns)
-    if interrupt_id is not None:
-        answer = {_full_interrupt_id(saver, ref, interrupt_id): answer}
-    _execute(
-        env, targets.compile_target(spec, saver), spec, Command(resume=answer), ref.to_config()
-    )
-
-
-def _full_interrupt_id(saver: BaseSaver, ref: CheckpointRef, given: str) -> str:
-    """The id of a waiting interrupt that starts with `given`."""
-    latest = resolve(saver, ref, "latest")
-    waiting: list[str] = [
-        str(i.id)
-        for t in inspect.tasks(latest, saver.get_writes(latest.config))
-        if t.waiting
-        for i in t.interrupts
-    ]
-    matches = [i for i in waiting if i.startswith(given)]
-    if len(matches) != 1:
-        raise InputError(
-            f"interrupt id {given!r} matches {len(matches)} of the interrupts thread "
-            f"'{ref.thread_id}' waits on ({', '.join(waiting) or 'none'})"
-        )
-    return matches[0]
+    saver, ref = env.saver(), CheckpointRef(thread, ns)
+    command = answers.answer(saver, ref, json_or_text(value, "--value"), interrupt_id)
+    spec, graph = targets.for_thread(saver, thread, target, env.folder, saver)
+    _execute(env, graph, spec, command, ref.to_config())
 
 
 @click.command()
@@ -221,8 +210,8 @@ def update(
     saver = env.saver()
     saved = resolve(saver, CheckpointRef(thread, ns), at_ref)
     store = _scratch_copy(saved) if dry_run else saver
-    spec = _target(saver, thread, target)
-    graph = targets.compile_target(spec, store)
+    spec, graph = targets.for_thread(saver, thread, target, env.folder, store)
+    targets.require_nodes(graph, [as_node], "--as-node")
     _check_state_keys(graph, written, "--set" if sets else "--values")
     after = graph.get_state(graph.update_state(saved.config, written, as_node=as_node))
     render.document(env, *_update_report(spec, saved, after, dry_run))
@@ -287,7 +276,7 @@ def _scratch_copy(saved: CheckpointTuple) -> InMemorySaver:
 def fork(env: Env, ref: str, thread: str, ns: str, to_thread: str | None) -> None:
     """Start a new branch at checkpoint REF: a `fork` checkpoint, a copy of REF, becomes the
     thread's head (the old branch stays). With --to-thread, copy REF and its ancestors into
-    another thread, recording where they came from.
+    a new thread (an existing one is refused), recording where they came from.
 
     \b
     Example:
@@ -297,7 +286,7 @@ def fork(env: Env, ref: str, thread: str, ns: str, to_thread: str | None) -> Non
     saver = env.saver()
     saved = resolve(saver, CheckpointRef(thread, ns), ref)
     if to_thread is not None:
-        made = copy_lineage(saver, saved.config, to_thread)
+        made = fork_to_thread(saver, saved, to_thread, now=datetime.now(UTC))
     else:
         made = fork_checkpoint(saver, saved)
     record = {
@@ -312,28 +301,20 @@ def fork(env: Env, ref: str, thread: str, ns: str, to_thread: str | None) -> Non
     render.document(env, record, [line])
 
 
-def _target(saver: BaseSaver, thread: str, given: str | None) -> str:
-    """--graph if given, else the graph `ttcli run` recorded with the thread (shown in the
-    output: a file could name any module)."""
-    if given is not None:
-        return given
-    recorded = saver.get_thread_info(thread).get("target")
-    if recorded is None:
-        raise NotFoundError(f"thread '{thread}' has no graph recorded: pass --graph TARGET")
-    return str(recorded)
-
-
 def _execute(
     env: Env, graph: CompiledStateGraph, spec: str, given: Any, config: dict[str, Any], *,
     interrupt_before: list[str] | None = None, stream: bool = False,
 ) -> None:  # fmt: skip
-    """Run, print the outcome, and exit 4 if the run paused (1 is raised for a failed node)."""
+    """Run, print the outcome, and exit 4 if the run paused (1 is raised for a failed node,
+    130 for Ctrl-C)."""
     try:
         for chunk in graph.stream(
             given, config, stream_mode="updates", interrupt_before=interrupt_before or None
         ):
             if stream:
                 click.echo(render.to_json(chunk, indent=None))
+    except KeyboardInterrupt:
+        _stopped(graph, spec, config)
     except Exception as exc:
         _raise_node_error(graph, config, exc)
     state = graph.get_state({"configurable": {"thread_id": config["configurable"]["thread_id"]}})
@@ -345,7 +326,9 @@ def _execute(
 def _outcome(spec: str, state: Any) -> tuple[dict[str, Any], list[str]]:
     """Where a run ended: done, or paused with what it waits for."""
     waits = [
-        {"node": t.name, "interrupts": list(t.interrupts)} for t in state.tasks if t.result is None
+        inspect.Waiting(t.name, [inspect.asked(i) for i in t.interrupts])
+        for t in state.tasks
+        if t.result is None and not t.error
     ]
     record = {
         "graph": spec,
@@ -353,15 +336,25 @@ def _outcome(spec: str, state: Any) -> tuple[dict[str, Any], list[str]]:
         "checkpoint_id": state.config["configurable"]["checkpoint_id"],
         "status": "paused" if state.next else "done",
         "next": list(state.next),
-        "waiting": waits,
+        "waiting": render.waiting_record(waits),
         "values": state.values,
     }
     lines = [f"{record['status']} at {record['checkpoint_id']}", f"graph: {spec}"]
-    for wait in waits:
-        lines.append(f"waiting: {wait['node']}")
-        lines += [f"  asks: {render.compact(i.value, 90)} (id {i.id})" for i in wait["interrupts"]]
+    lines += render.waiting_lines(waits)
     lines += ["values"] + [f"  {k}: {render.compact(v, 90)}" for k, v in state.values.items()]
     return record, lines
+
+
+def _stopped(graph: CompiledStateGraph, spec: str, config: dict[str, Any]) -> None:
+    """Ctrl-C: exit 130 with where the run stopped and the command that goes on from there."""
+    assert graph.checkpointer is not None
+    ref = CheckpointRef.from_config(config)
+    latest = inspect.mark_interrupted(graph.checkpointer, ref)
+    where = f"at {latest.checkpoint['id']}" if latest else "before its first checkpoint"
+    raise Failure(
+        f"interrupted {where}: `ttcli run {spec} --thread {ref.thread_id}` goes on from there",
+        INTERRUPTED,
+    )
 
 
 def _raise_node_error(graph: CompiledStateGraph, config: dict[str, Any], exc: Exception) -> None:

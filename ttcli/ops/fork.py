@@ -1,12 +1,21 @@
-"""A fork checkpoint: a copy of a past checkpoint as the new head of its thread."""
+"""A fork checkpoint: a copy of a past checkpoint as the new head of its thread, or its
+lineage copied into a new thread."""
 
 from __future__ import annotations
 
 import copy
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
 
-from ttcli.configs import RunnableConfig
+from ttcli.configs import CheckpointRef, RunnableConfig
+from ttcli.errors import InputError
+from ttcli.ops.copy import copy_lineage
 from ttcli.savers.base import BaseSaver, CheckpointTuple
 from ttcli.uuid6 import id_time, new_id
+
+#: thread info key: when `fork --to-thread` made the thread (ISO time, UTC)
+COPIED_AT = "copied_at"
 
 
 def fork(saver: BaseSaver, saved: CheckpointTuple) -> RunnableConfig:
@@ -32,3 +41,30 @@ def fork(saver: BaseSaver, saved: CheckpointTuple) -> RunnableConfig:
         if key not in metadata and key != "copied_from":
             metadata[key] = value
     return saver.put(saved.config, checkpoint, metadata, {})
+
+
+def fork_to_thread(
+    saver: BaseSaver, saved: CheckpointTuple, to_thread: str, *, now: datetime
+) -> RunnableConfig:
+    """Copy `saved` and its ancestors into the new thread `to_thread`, which remembers the
+    source's graph and the time of the copy (its last activity: the copied checkpoints keep
+    their ids and times, so without it `prune --idle` could delete a copy made a minute ago).
+
+    Raises:
+        InputError: `to_thread` already exists (a copy never merges into a thread).
+    """
+    if saver.get_tuple(CheckpointRef(to_thread).to_config()) is not None:
+        raise InputError(
+            f"thread '{to_thread}' already exists: --to-thread makes a new thread; pick another id"
+        )
+    made = copy_lineage(saver, saved.config, to_thread)
+    source = CheckpointRef.from_config(saved.config).thread_id
+    info = {k: v for k, v in saver.get_thread_info(source).items() if k == "target"}
+    saver.set_thread_info(to_thread, {**info, COPIED_AT: now.isoformat()})
+    return made
+
+
+def last_activity(latest_ts: str, info: Mapping[str, Any]) -> str:
+    """A thread's last activity: its newest checkpoint's time, or when it was copied."""
+    copied = info.get(COPIED_AT)
+    return max(latest_ts, copied) if isinstance(copied, str) else latest_ts

@@ -7,13 +7,16 @@ nodes are due next, and its pending writes say what each task did.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import sys
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from ttcli.configs import CheckpointRef
 from ttcli.errors import ThreadNotFoundError
-from ttcli.savers.base import BaseSaver, CheckpointTuple, TaskWrite
+from ttcli.ops import paths
+from ttcli.ops.fork import last_activity
+from ttcli.savers.base import NOT_LOADED, BaseSaver, CheckpointTuple, TaskWrite, ThreadSummary
 
 _SPECIAL = frozenset({"__error__", "__interrupt__", "__resume__", "__no_writes__", "__scheduled__"})
 
@@ -61,6 +64,45 @@ def _send_node(send: Any) -> str:
     return str(node)
 
 
+@dataclass(frozen=True, slots=True)
+class Asked:
+    """An interrupt as people and scripts see it: what it asks, and the id `resume --id`
+    takes."""
+
+    id: str | None
+    value: Any
+
+
+def asked(stored: Any) -> Asked:
+    """An interrupt read back: an `Interrupt` where the runtime is loaded, marked data
+    (`{"$type": ..., "data": {"value": ..., "id": ...}}`) where it is not."""
+    if isinstance(stored, Mapping):
+        data = stored.get("data")
+        fields = data if isinstance(data, Mapping) else stored
+        found = fields.get("id")
+        return Asked(None if found is None else str(found), fields.get("value"))
+    found = getattr(stored, "id", None)
+    return Asked(None if found is None else str(found), getattr(stored, "value", stored))
+
+
+@dataclass(frozen=True, slots=True)
+class Waiting:
+    """A task a paused thread waits on: for answers to its interrupts, or (none asked) to be
+    run on after a breakpoint or a stop."""
+
+    node: str
+    interrupts: list[Asked]
+
+
+def waiting(views: Sequence[TaskView]) -> list[Waiting]:
+    """The tasks of a checkpoint that have not finished, with what they ask."""
+    return [
+        Waiting(t.name, t.interrupts if t.waiting else [])
+        for t in views
+        if t.result is None and t.error is None
+    ]
+
+
 @dataclass
 class TaskView:
     """One task planned at a checkpoint, and what its pending writes say it did."""
@@ -71,7 +113,7 @@ class TaskView:
     #: state keys it wrote, or None if it has not finished
     result: dict[str, Any] | None = None
     error: str | None = None
-    interrupts: list[Any] = field(default_factory=list)
+    interrupts: list[Asked] = field(default_factory=list)
     #: answers given to its interrupts
     answers: list[Any] = field(default_factory=list)
 
@@ -84,7 +126,7 @@ class TaskView:
 
         # the stored interrupt is the latest asked; it is unanswered if its id is the one
         # the next answer would go to
-        latest = getattr(self.interrupts[-1], "id", None)
+        latest = self.interrupts[-1].id
         return latest == interrupt_id(self.name, self.id, len(self.answers))
 
 
@@ -99,7 +141,7 @@ def tasks(saved: CheckpointTuple, writes: Sequence[TaskWrite]) -> list[TaskView]
         if channel == "__error__":
             view.error = str(value)
         elif channel == "__interrupt__":
-            view.interrupts = list(value)
+            view.interrupts = [asked(item) for item in value]
         elif channel == "__resume__":
             view.answers = list(value)
         else:
@@ -179,18 +221,69 @@ def history(
     filter: Mapping[str, Any] | None = None,  # noqa: A002 - the saver's keyword
     before: CheckpointTuple | None = None,
     limit: int | None = None,
+    where: Mapping[str, Any] | None = None,
 ) -> list[Entry]:
-    """Newest first, without reading any stored value.
+    """Newest first, without reading any stored value unless `where` asks about them. A
+    filter `writes=NODE` (a name, not a list) matches the checkpoints NODE wrote, alone or
+    with other nodes; `where` maps paths into the state (`order.items.0`) to their values.
 
     Raises:
         ThreadNotFoundError: the thread has no checkpoints.
+        InputError: a `where` path that is not one.
     """
-    found = saver.list_metadata(
-        ref.to_config(), filter=filter, before=before.config if before else None, limit=limit
-    )
+    wanted = dict(filter or {})
+    node = wanted.pop("writes") if isinstance(wanted.get("writes"), str) else None
+    checks: list[Callable[[CheckpointTuple], bool]] = []
+    if node is not None:
+        checks.append(lambda saved: node in (saved.metadata.get("writes") or {}))
+    if where:
+        [paths.parse(path) for path in where]  # a bad path fails before anything is read
+        checks.append(
+            lambda saved: paths.matches(state_values(saved.checkpoint["channel_values"]), where)
+        )
+    found = select(
+        saver.list if where else saver.list_metadata, ref, wanted, before, limit,
+        (lambda saved: all(check(saved) for check in checks)) if checks else None,
+    )  # fmt: skip
     if not found and saver.get_tuple(ref.to_config()) is None:
         raise ThreadNotFoundError(ref.thread_id)
-    return [entry(saved) for saved in found]
+    return [entry(_with_triggers(saver, saved)) for saved in found]
+
+
+Lister = Callable[..., Iterable[CheckpointTuple]]
+PAGE = 200  # checkpoints read at a time when a condition the saver cannot test is checked
+
+
+def select(
+    lister: Lister,
+    ref: CheckpointRef,
+    filter: Mapping[str, Any],  # noqa: A002
+    before: CheckpointTuple | None,
+    limit: int | None,
+    keep: Callable[[CheckpointTuple], bool] | None,
+) -> list[CheckpointTuple]:
+    """What `lister` (a saver's `list` or `list_metadata`) finds, newest first, narrowed by
+    `keep`: page by page, so that `limit` matches end the reading early."""
+    cursor = before.config if before else None
+    if keep is None:
+        return list(lister(ref.to_config(), filter=filter, before=cursor, limit=limit))
+    found: list[CheckpointTuple] = []
+    while limit is None or len(found) < limit:
+        page = list(lister(ref.to_config(), filter=filter, before=cursor, limit=PAGE))
+        found += [saved for saved in page if keep(saved)]
+        if len(page) < PAGE:
+            break
+        cursor = page[-1].config
+    return found[:limit]
+
+
+def _with_triggers(saver: BaseSaver, saved: CheckpointTuple) -> CheckpointTuple:
+    """`saved` itself, or read in full when a value that says what runs next was too big
+    to be read with the metadata (the Sends of a fan-out): only those checkpoints pay."""
+    values = saved.checkpoint["channel_values"]
+    if not any(v is NOT_LOADED for k, v in values.items() if is_internal(k)):
+        return saved
+    return saver.get_tuple(saved.config) or saved
 
 
 @dataclass
@@ -207,6 +300,26 @@ class Detail:
     children: list[str]
 
 
+#: thread info key: the graph's state keys in the order its schema declares them
+STATE_KEYS = "state_keys"
+
+
+def in_state_order(values: Mapping[str, Any], keys: Iterable[str]) -> dict[str, Any]:
+    """`values` in the order of the state's keys (as `ttcli run` recorded them), any others
+    after them in stored order."""
+    ordered = {key: values[key] for key in keys if key in values}
+    return ordered | {k: v for k, v in values.items() if k not in ordered}
+
+
+def replay_forks(saver: BaseSaver, saved: CheckpointTuple) -> bool:
+    """Whether replaying `saved` writes a fork first: always, except for an `update` or
+    `fork` checkpoint that is its thread's head, which runs on as it is (as in LangGraph)."""
+    if saved.metadata.get("source") not in ("update", "fork"):
+        return True
+    latest = saver.get_tuple(CheckpointRef.from_config(saved.config).at(None).to_config())
+    return latest is None or latest.checkpoint["id"] != saved.checkpoint["id"]
+
+
 def describe(saver: BaseSaver, saved: CheckpointTuple) -> Detail:
     ref = CheckpointRef.from_config(saved.config)
     writes = saved.metadata.get("writes")
@@ -214,7 +327,10 @@ def describe(saver: BaseSaver, saved: CheckpointTuple) -> Detail:
         entry=entry(saved),
         thread_id=ref.thread_id,
         checkpoint_ns=ref.checkpoint_ns,
-        values=state_values(saved.checkpoint["channel_values"]),
+        values=in_state_order(
+            state_values(saved.checkpoint["channel_values"]),
+            saver.get_thread_info(ref.thread_id).get(STATE_KEYS) or (),
+        ),
         writes=dict(writes) if isinstance(writes, Mapping) else None,
         tasks=tasks(saved, saver.get_writes(saved.config)),
         children=saver.child_ids(saved.config),
@@ -230,28 +346,56 @@ class ThreadRow:
     checkpoints: int
     last_step: int
     last_activity: str
+    #: done, paused, failed, or interrupted (Ctrl-C stopped its last run)
     status: str
     #: bytes the thread takes in the file, where the saver can tell
     bytes: int | None
+
+
+def threads_with_prefix(saver: BaseSaver, prefix: str) -> list[ThreadSummary]:
+    """The saver's threads whose id starts with `prefix`. A prefix ending in the last code
+    point (U+10FFFF) has no upper bound for a range: the saver is asked for what it starts
+    with up to there, and the rest is checked here."""
+    asked = prefix.rstrip(chr(sys.maxunicode))
+    found = saver.list_threads(asked)
+    return [t for t in found if t.thread_id.startswith(prefix)]
+
+
+#: thread info key: the checkpoint at which Ctrl-C stopped the thread's last run
+INTERRUPTED_AT = "interrupted_at"
+
+
+def mark_interrupted(saver: BaseSaver, ref: CheckpointRef) -> CheckpointTuple | None:
+    """Record that a run of the thread was stopped (Ctrl-C) at its latest checkpoint, so that
+    `threads` says `interrupted` rather than `paused` (which a person's answer ends) until
+    the thread moves on. Returns that checkpoint (None: the run stopped before the first)."""
+    latest = saver.get_tuple(ref.to_config())
+    if latest is not None:
+        saver.set_thread_info(ref.thread_id, {INTERRUPTED_AT: latest.checkpoint["id"]})
+    return latest
 
 
 def threads(saver: BaseSaver, prefix: str = "", *, sizes: bool = False) -> list[ThreadRow]:
     """The threads whose id starts with `prefix`; `sizes` adds the bytes each takes, which
     reads all of every thread."""
     rows = []
-    for summary in saver.list_threads(prefix):
+    for summary in threads_with_prefix(saver, prefix):
         ref = CheckpointRef(summary.thread_id, summary.checkpoint_ns)
         latest = saver.get_tuple(ref.to_config())
         if latest is None:
             continue  # deleted since it was listed
+        info = saver.get_thread_info(summary.thread_id)
+        found = status(tasks(latest, saver.get_writes(latest.config)))
+        if found == "paused" and info.get(INTERRUPTED_AT) == latest.checkpoint["id"]:
+            found = "interrupted"
         rows.append(
             ThreadRow(
                 thread_id=summary.thread_id,
                 checkpoint_ns=summary.checkpoint_ns,
                 checkpoints=summary.checkpoints,
                 last_step=int(latest.metadata.get("step", 0)),
-                last_activity=summary.latest_ts,
-                status=status(tasks(latest, saver.get_writes(latest.config))),
+                last_activity=last_activity(summary.latest_ts, info),
+                status=found,
                 bytes=saver.thread_bytes(ref.to_config()) if sizes else None,
             )
         )

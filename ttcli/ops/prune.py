@@ -20,8 +20,10 @@ from datetime import datetime
 from typing import Any
 
 from ttcli.configs import CheckpointRef, RunnableConfig
-from ttcli.errors import ConfigError, StorageError
+from ttcli.errors import ConfigError, StorageError, ThreadNotFoundError
 from ttcli.ops.copy import copy_checkpoint
+from ttcli.ops.fork import last_activity
+from ttcli.ops.inspect import threads_with_prefix
 from ttcli.savers.base import BaseSaver, Checkpoint, TaskWrite, ThreadSummary
 from ttcli.uuid6 import lowest_id_at
 
@@ -106,8 +108,20 @@ def plan_prune(saver: BaseSaver, policy: PrunePolicy) -> list[ThreadPlan]:
 
 
 def _threads(saver: BaseSaver, policy: PrunePolicy) -> list[ThreadSummary]:
-    found = saver.list_threads(policy.thread if policy.thread is not None else policy.prefix)
+    found = threads_with_prefix(
+        saver, policy.thread if policy.thread is not None else policy.prefix
+    )
     return [t for t in found if policy.thread is None or t.thread_id == policy.thread]
+
+
+def require_thread(saver: BaseSaver, thread_id: str) -> None:
+    """Check that a thread named for pruning exists: a typo must not read as "nothing to do".
+
+    Raises:
+        ThreadNotFoundError: it has no checkpoints in any namespace.
+    """
+    if not any(t.thread_id == thread_id for t in threads_with_prefix(saver, thread_id)):
+        raise ThreadNotFoundError(thread_id)
 
 
 def _bound(saver: BaseSaver, summary: ThreadSummary, policy: PrunePolicy) -> tuple[str, int] | None:
@@ -119,7 +133,7 @@ def _bound(saver: BaseSaver, summary: ThreadSummary, policy: PrunePolicy) -> tup
     """
     if policy.idle_since is not None:
         idle = lowest_id_at(policy.idle_since)
-        if summary.latest_id < idle:
+        if summary.latest_id < idle and _idle(saver, summary, policy.idle_since):
             return idle, 0
     if policy.older_than is None:
         return None
@@ -131,6 +145,12 @@ def _bound(saver: BaseSaver, summary: ThreadSummary, policy: PrunePolicy) -> tup
             return None
         below = min(below, newest[-1])  # only narrows the count of the plan
     return below, policy.keep_last
+
+
+def _idle(saver: BaseSaver, summary: ThreadSummary, since: datetime) -> bool:
+    """Whether a thread whose checkpoints are all older than `since` was not copied since."""
+    info = saver.get_thread_info(summary.thread_id)
+    return last_activity(summary.latest_ts, info) < since.isoformat()
 
 
 def execute_prune(

@@ -1,13 +1,19 @@
-"""Checkpoint refs, git style: a full id, a unique prefix, `latest`, each optionally `~N`."""
+"""Checkpoint refs, git style: a full id, a unique prefix of one or a short id (the end of
+one), `latest`, each optionally `~N`."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable
 
-from ttcli.configs import CheckpointRef
+from ttcli.configs import CheckpointRef, RunnableConfig
 from ttcli.errors import AmbiguousRefError, CheckpointNotFoundError, InputError, ThreadNotFoundError
 from ttcli.savers.base import BaseSaver, CheckpointTuple
+from ttcli.uuid6 import dashed
+
+#: characters in a short id; and the fewest a ref matched against the end of ids may have
+SHORT = 8
+SHORT_MINIMUM = 4
 
 _REF = re.compile(r"^(?P<base>[0-9a-fA-F-]+|latest|HEAD)(?:~(?P<back>\d+))?$")
 
@@ -24,21 +30,22 @@ def resolve(saver: BaseSaver, ref: CheckpointRef, text: str) -> CheckpointTuple:
     if found is None:
         raise InputError(
             f"invalid checkpoint ref {text!r}: use a checkpoint id, a unique prefix of one, "
-            "or latest, optionally followed by ~N"
+            "a short id, or latest, optionally followed by ~N"
         )
     head = _base(saver, ref, found["base"].lower(), text)
     back = int(found["back"] or 0)
     for done in range(back):
-        parent = saver.get_tuple(head.parent_config) if head.parent_config else None
-        if parent is None:
+        # parents are found by id, without reading any stored value; only the one named is
+        parent = saver.list_metadata(head.parent_config) if head.parent_config else []
+        if not parent:
             reason = "its first checkpoint" if head.parent_config is None else "a pruned checkpoint"
             raise CheckpointNotFoundError(
                 text,
                 ref.thread_id,
                 f"{back} back from {found['base']} passes {reason} after {done}",
             )
-        head = parent
-    return head
+        head = parent[0]
+    return _full(saver, head.config) if back else head
 
 
 def _base(saver: BaseSaver, ref: CheckpointRef, base: str, text: str) -> CheckpointTuple:
@@ -50,37 +57,45 @@ def _base(saver: BaseSaver, ref: CheckpointRef, base: str, text: str) -> Checkpo
     exact = saver.get_tuple(ref.at(base).to_config()) if len(base) == 36 else None
     if exact is not None:
         return exact
-    candidates = [c.checkpoint["id"] for c in saver.list_metadata(ref.to_config())]
-    if not candidates and saver.get_tuple(ref.to_config()) is None:
-        raise ThreadNotFoundError(ref.thread_id)
-    matches = [c for c in candidates if c.startswith(base)]
+    matches, total = _with_prefix(saver, ref, base.replace("-", ""))
+    if SHORT_MINIMUM <= len(base) <= SHORT and "-" not in base:  # a short id: an id's end
+        extra = [c for c in saver.ids_ending(ref.to_config(), base) if c not in matches]
+        matches, total = matches + extra, total + len(extra)
     if not matches:
+        if saver.get_tuple(ref.to_config()) is None:
+            raise ThreadNotFoundError(ref.thread_id)
         raise CheckpointNotFoundError(text, ref.thread_id)
-    if len(matches) > 1:
-        raise AmbiguousRefError(text, ref.thread_id, matches)
-    found = saver.get_tuple(ref.at(matches[0]).to_config())
+    if total > 1:
+        raise AmbiguousRefError(text, ref.thread_id, matches, total=total)
+    return _full(saver, ref.at(matches[0]).to_config())
+
+
+def _with_prefix(saver: BaseSaver, ref: CheckpointRef, digits: str) -> tuple[list[str], int]:
+    """Up to 6 ids that start with these hex digits, and how many do: an id range, read
+    through the thread's id index (the ids below the first id after the range)."""
+    if not 0 < len(digits) <= 32 or any(c not in "0123456789abcdef" for c in digits):
+        return [], 0
+    low = dashed(digits.ljust(32, "0"))
+    above = int(digits.ljust(32, "f"), 16) + 1
+    after = dashed(f"{above:032x}") if above < 1 << 128 else None
+    found = saver.checkpoint_ids(ref.to_config(), below=after, limit=6)
+    matches = [c for c in found if c >= low]
+    if len(matches) < 6:
+        return matches, len(matches)
+    config = ref.to_config()
+    total = saver.count_checkpoints(config, below=after) - saver.count_checkpoints(
+        config, below=low
+    )
+    return matches, total
+
+
+def _full(saver: BaseSaver, config: RunnableConfig) -> CheckpointTuple:
+    found = saver.get_tuple(config)
     assert found is not None
     return found
 
 
-def short_ids(ids: Sequence[str], minimum: int = 8) -> dict[str, str]:
-    """The shortest prefix of each id (at least `minimum` characters) that no other id shares,
-    as git abbreviates hashes; such a prefix works as a ref."""
-    ordered = sorted({i for i in ids if i})
-    found = {}
-    for index, checkpoint_id in enumerate(ordered):
-        length = minimum
-        # in sorted order the ids sharing the longest prefix with this one are its neighbours
-        for neighbour in ordered[max(index - 1, 0) : index + 2]:
-            if neighbour != checkpoint_id:
-                length = max(length, _shared(checkpoint_id, neighbour) + 1)
-        found[checkpoint_id] = checkpoint_id[:length]
-    return found
-
-
-def _shared(a: str, b: str) -> int:
-    """Length of the common prefix."""
-    for index, (x, y) in enumerate(zip(a, b, strict=False)):
-        if x != y:
-            return index
-    return min(len(a), len(b))
+def short_ids(ids: Iterable[str | None]) -> dict[str, str]:
+    """The short id of each checkpoint id: its last 8 hex digits, which are random (the
+    first ones are the time, which neighbours share), and work as a ref."""
+    return {i: i[-SHORT:] for i in ids if i}

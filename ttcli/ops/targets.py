@@ -10,21 +10,65 @@ import importlib
 import importlib.util
 import os
 import sys
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, is_typeddict
 
-from ttcli.errors import TargetNotFoundError
+from ttcli.errors import InputError, NotFoundError, TargetNotFoundError
 from ttcli.graph.builder import StateGraph
+from ttcli.graph.constants import END
 from ttcli.runtime.compiled import CompiledStateGraph
 from ttcli.savers.base import BaseSaver
 
 
-def normalise(spec: str) -> str:
-    """The TARGET as it is recorded with a thread: file paths made absolute."""
+def normalise(spec: str, folder: Path) -> str:
+    """The TARGET as it is recorded with a thread: a file path relative to `folder` (the
+    database's) when it lies beneath it, so that the two can move together (a golden database
+    in CI), and absolute otherwise."""
+    module, _, attr = spec.rpartition(":")
+    if not _is_file(module):
+        return spec
+    path = Path(module).resolve()
+    if path.is_relative_to(folder.resolve()):
+        return f"{path.relative_to(folder.resolve()).as_posix()}:{attr}"
+    return f"{path}:{attr}"
+
+
+def record(
+    saver: BaseSaver, thread_id: str, spec: str, graph: CompiledStateGraph, folder: Path
+) -> None:
+    """Remember the graph with the thread, for the commands that run it again, and its state
+    keys, so that commands that never load a graph can show values in the state's order."""
+    saver.set_thread_info(
+        thread_id, {"target": normalise(spec, folder), "state_keys": list(graph.plan.state_keys)}
+    )
+
+
+def for_thread(
+    saver: BaseSaver, thread_id: str, given: str | None, folder: Path, store: BaseSaver
+) -> tuple[str, CompiledStateGraph]:
+    """The graph to run a thread with, compiled with `store`, and its TARGET as shown: `given`
+    (from --graph), else the one recorded with the thread (a file path relative to `folder`).
+
+    Raises:
+        NotFoundError: nothing recorded; TargetNotFoundError: the recorded file is gone.
+    """
+    if given is not None:
+        return given, compile_target(given, store)
+    recorded = saver.get_thread_info(thread_id).get("target")
+    if recorded is None:
+        raise NotFoundError(f"thread '{thread_id}' has no graph recorded: pass --graph TARGET")
+    spec = str(recorded)
     module, _, attr = spec.rpartition(":")
     if _is_file(module):
-        return f"{Path(module).resolve()}:{attr}"
-    return spec
+        path = folder / module
+        if not path.is_file():
+            raise TargetNotFoundError(
+                f"graph TARGET file {path}, recorded with thread '{thread_id}', does not "
+                "exist: pass --graph TARGET"
+            )
+        return spec, compile_target(f"{path}:{attr}", store)
+    return spec, compile_target(spec, store)
 
 
 def compile_target(spec: str, saver: BaseSaver) -> CompiledStateGraph:
@@ -32,8 +76,10 @@ def compile_target(spec: str, saver: BaseSaver) -> CompiledStateGraph:
 
     Raises:
         TargetNotFoundError: it does not import, or names no graph.
+        InputError: it names a state schema or a LangGraph graph, or has a syntax error.
     """
     found = _load(spec)
+    _refuse_lookalikes(spec, found)
     if callable(found) and not isinstance(found, StateGraph | CompiledStateGraph):
         try:
             found = found()
@@ -55,6 +101,37 @@ def compile_target(spec: str, saver: BaseSaver) -> CompiledStateGraph:
     )
 
 
+LANGGRAPH_EXTRA = "pip install 'ttcli[langgraph]'"
+
+
+def require_nodes(graph: CompiledStateGraph, names: Iterable[str], what: str) -> None:
+    """Check that each name is a node of `graph` (END counts for --as-node).
+
+    Raises:
+        InputError: one is not, listing the graph's nodes.
+    """
+    for name in names:
+        if name not in graph.nodes and name != END:
+            raise InputError(
+                f"{what} {name!r} is not a node of the graph; its nodes are: "
+                + ", ".join(graph.nodes)
+            )
+
+
+def _refuse_lookalikes(spec: str, found: Any) -> None:
+    """Things often named by mistake, each with what to name instead."""
+    if isinstance(found, type) and is_typeddict(found):
+        raise InputError(
+            f"graph TARGET '{spec}' is a state schema (a TypedDict), not a graph: name the "
+            "StateGraph built on it, the compiled graph, or a function returning one"
+        )
+    if type(found).__module__.split(".")[0] == "langgraph":
+        raise InputError(
+            f"graph TARGET '{spec}' is a LangGraph {type(found).__name__}: ttcli runs it "
+            f"with the LangGraph extra ({LANGGRAPH_EXTRA}), or port it by importing from ttcli"
+        )
+
+
 def _load(spec: str) -> Any:
     module_name, _, attr = spec.rpartition(":")
     if not module_name or not attr:
@@ -70,6 +147,19 @@ def _load(spec: str) -> Any:
         raise
     except AttributeError:
         raise TargetNotFoundError(f"graph TARGET '{spec}': {module_name} has no {attr!r}") from None
+    except SyntaxError as exc:  # the file is there: a mistake in it is not "not found"
+        raise InputError(
+            f"graph TARGET '{spec}': syntax error in {exc.filename}, line {exc.lineno}: {exc.msg}"
+        ) from None
+    except ModuleNotFoundError as exc:
+        if (exc.name or "").split(".")[0] not in ("langgraph", "langchain_core"):
+            raise TargetNotFoundError(
+                f"graph TARGET '{spec}' does not import: {type(exc).__name__}: {exc}"
+            ) from exc
+        raise TargetNotFoundError(
+            f"graph TARGET '{spec}' imports {exc.name}, which is not installed: a LangGraph "
+            f"graph runs with the LangGraph extra ({LANGGRAPH_EXTRA})"
+        ) from None
     except Exception as exc:  # whatever the module raises while importing
         raise TargetNotFoundError(
             f"graph TARGET '{spec}' does not import: {type(exc).__name__}: {exc}"

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from ttcli.ops.inspect import Entry
+
 
 @dataclass(frozen=True, slots=True)
 class Node:
@@ -53,3 +55,15 @@ def _row(lanes: list[str | None], column: int) -> str:
 def _join(lanes: list[str | None], lane: int) -> str:
     row = "".join("| " if waits is not None else "  " for waits in lanes[:lane])
     return row[: 2 * lane - 1] + "/"
+
+
+def marks(entries: Sequence[Entry]) -> dict[str, str]:
+    """What to say beside checkpoints (newest first): `latest`, and `paused` for the heads of
+    other branches with work left, each with the nodes it would run next."""
+    heads = {e.checkpoint_id for e in entries} - {e.parent_id for e in entries}
+    return {
+        e.checkpoint_id: ("latest" if i == 0 else "paused")
+        + (f", next: {','.join(e.next)}" if e.next else "")
+        for i, e in enumerate(entries)
+        if i == 0 or (e.next and e.checkpoint_id in heads)  # a branch head with work left
+    }

@@ -37,6 +37,9 @@ from ttcli.errors import ConfigError
 from ttcli.savers.rules import copy_checkpoint
 from ttcli.savers.serde import Serializer
 
+#: ids read at a time by `ids_ending`
+ID_PAGE = 10_000
+
 #: Stands for a channel value that `list_metadata` did not read.
 NOT_LOADED: Any = type("NotLoaded", (), {"__repr__": lambda self: "NOT_LOADED"})()
 
@@ -242,6 +245,20 @@ class BaseSaver(ABC):
         found = [t.checkpoint["id"] for t in self.list_metadata(config)]
         found = [i for i in found if (below is None or i < below) and (since is None or i >= since)]
         return found if limit is None else found[:limit]
+
+    def ids_ending(self, config: RunnableConfig, tail: str) -> builtins.list[str]:
+        """The ids of the config's thread that end with `tail`, newest first: how a short id
+        (the random end of an id) is found. No index orders ids by their end, so this reads
+        every id of the thread, a page at a time; a backend that can compare the stored ids
+        where they lie overrides it."""
+        found: builtins.list[str] = []
+        below = None
+        while page := self.checkpoint_ids(config, below=below, limit=ID_PAGE):
+            found += [i for i in page if i.endswith(tail)]
+            if len(page) < ID_PAGE:
+                break
+            below = page[-1]
+        return found
 
     def pending_writes(
         self, config: RunnableConfig, checkpoint_ids: Iterable[str]

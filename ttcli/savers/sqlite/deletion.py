@@ -13,40 +13,27 @@ import sqlite3
 from collections.abc import Iterable, Sequence
 
 from ttcli.configs import CheckpointRef
-from ttcli.savers.blobs import BlobStore, entry_refs
-from ttcli.savers.records import Names, decode_pending, pending_refs, state_refs, unpack_parent
+from ttcli.savers.blobs import entry_refs
+from ttcli.savers.records import decode_pending, pending_refs, state_refs, unpack_parent
 from ttcli.savers.sqlite import sql
-from ttcli.savers.sqlite.connection import Connection
 from ttcli.savers.sqlite.params import chunks
-from ttcli.savers.sqlite.pending import Pending, PendingWrites
-from ttcli.savers.sqlite.rows import Rows
-from ttcli.savers.sqlite.states import States
+from ttcli.savers.sqlite.parts import OnParts
+from ttcli.savers.sqlite.pending import Pending
 
 _PENDING_BYTES = "coalesce(sum(length(tasks)), 0) FROM writes"
 
 
-class Deletion:
+class Deletion(OnParts):
     """delete_checkpoints, delete_thread and the byte accounting around them."""
 
-    def __init__(
-        self,
-        connection: Connection,
-        rows: Rows,
-        pending: PendingWrites,
-        states: States,
-        blobs: BlobStore,
-        names: Names,
-    ) -> None:
-        self.connection, self.rows, self.pending = connection, rows, pending
-        self.states, self.blobs, self.names = states, blobs, names
-        #: bytes of rows and values deleted through this saver (committed or not), so that
-        #: `prune` can say what it freed without reading the threads again
-        self.deleted_bytes = 0
-        #: (largest blob key before rows were first copied in, PRAGMA data_version then):
-        #: see copy.py; None once anything may have freed a key
-        self.copy_floor: tuple[int, int] | None = None
-        #: times this saver deleted blobs: a copy in progress forgets where it put blobs
-        self.blob_deletions = 0
+    #: bytes of rows and values deleted through this saver (committed or not), so that
+    #: `prune` can say what it freed without reading the threads again
+    deleted_bytes = 0
+    #: (largest blob key before rows were first copied in, PRAGMA data_version then):
+    #: see copy.py; None once anything may have freed a key
+    copy_floor: tuple[int, int] | None = None
+    #: times this saver deleted blobs: a copy in progress forgets where it put blobs
+    blob_deletions = 0
 
     def delete_checkpoints(self, ref: CheckpointRef, wanted: set[bytes], collect: bool) -> None:
         with self.connection.write() as conn:

@@ -20,9 +20,7 @@ from ttcli.savers.base import (
     Checkpoint,
 )
 from ttcli.savers.blob_writer import BlobWriter
-from ttcli.savers.blobs import BlobStore
 from ttcli.savers.records import (
-    Names,
     State,
     decode_pending,
     encode_pending,
@@ -32,28 +30,14 @@ from ttcli.savers.records import (
 )
 from ttcli.savers.rules import check_child_id, merged_answers
 from ttcli.savers.sqlite import sql
-from ttcli.savers.sqlite.connection import Connection
 from ttcli.savers.sqlite.ids import id_bytes, micros, require_id
-from ttcli.savers.sqlite.pending import Held, Pending, PendingWrites
-from ttcli.savers.sqlite.rows import Rows
-from ttcli.savers.sqlite.states import States
+from ttcli.savers.sqlite.parts import OnParts
+from ttcli.savers.sqlite.pending import Held, Pending
 from ttcli.uuid6 import id_micros
 
 
-class Writer:
+class Writer(OnParts):
     """put and put_writes, on the saver's parts."""
-
-    def __init__(
-        self,
-        connection: Connection,
-        rows: Rows,
-        pending: PendingWrites,
-        states: States,
-        blobs: BlobStore,
-        names: Names,
-    ) -> None:
-        self.connection, self.rows, self.pending = connection, rows, pending
-        self.states, self.blobs, self.names = states, blobs, names
 
     def put(
         self,

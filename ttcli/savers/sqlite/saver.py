@@ -28,7 +28,7 @@ from ttcli.savers.sqlite.blob_table import SqliteBlobRows
 from ttcli.savers.sqlite.connection import DEFAULT_BUSY_TIMEOUT, Connection
 from ttcli.savers.sqlite.copy import RowCopy, same_file
 from ttcli.savers.sqlite.deletion import Deletion
-from ttcli.savers.sqlite.ids import id_bytes, require_id
+from ttcli.savers.sqlite.ids import id_bytes, id_text, require_id
 from ttcli.savers.sqlite.integrity import integrity_problems
 from ttcli.savers.sqlite.names import SqliteNames
 from ttcli.savers.sqlite.pending import PendingWrites, in_order
@@ -220,6 +220,28 @@ class SqliteSaver(BaseSaver):
         return other is self or (
             isinstance(other, SqliteSaver) and same_file(self.path, other.path)
         )
+
+    def ids_ending(self, config: RunnableConfig, tail: str) -> builtins.list[str]:
+        # whole bytes are compared where the ids lie: no id is turned into text to be matched
+        if len(tail) % 2 or len(tail) > 32 or any(c not in "0123456789abcdef" for c in tail):
+            return super().ids_ending(config, tail)
+        with self.connection.read() as conn:
+            thread_key = self.rows.thread_key(conn, self.ref(config))
+            rows = conn.execute(
+                """
+                SELECT checkpoint_id FROM checkpoints
+                WHERE thread_key = :thread_key
+                  AND length(checkpoint_id) = 16
+                  AND substr(checkpoint_id, :start) = :tail
+                ORDER BY checkpoint_id DESC
+                """,
+                {
+                    "thread_key": thread_key,
+                    "start": 17 - len(tail) // 2,
+                    "tail": bytes.fromhex(tail),
+                },
+            ).fetchall()
+        return [id_text(key) for (key,) in rows]
 
     def count_checkpoints(self, config: RunnableConfig, *, below: str | None = None) -> int:
         bound = None if below is None else require_id(below)
