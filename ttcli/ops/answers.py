@@ -26,7 +26,7 @@ def waiting_ids(saver: BaseSaver, ref: CheckpointRef) -> list[str]:
     return [str(i.id) for t in views if t.result is None for i in t.interrupts]
 
 
-def answer(saver: BaseSaver, ref: CheckpointRef, value: Any, given_id: str | None) -> Command:
+def answer(saver: BaseSaver, ref: CheckpointRef, value: Any, given_id: str | None) -> Command[Any]:
     """The command that answers the thread's interrupt (the one whose id starts with
     `given_id`, when several wait).
 
