@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from ttcli.graph.prebuilt import ToolNode, tools_condition
     from ttcli.runtime.commands import StreamWriter, get_stream_writer, interrupt
     from ttcli.runtime.compiled import CompiledStateGraph
+    from ttcli.runtime.retry import RetryPolicy
     from ttcli.runtime.types import PregelTask, StateSnapshot
     from ttcli.savers.base import BaseSaver, CheckpointTuple
     from ttcli.savers.memory import InMemorySaver, MemorySaver
@@ -59,6 +60,7 @@ __all__ = [
     "MessagesState",
     "PregelTask",
     "RemoveMessage",
+    "RetryPolicy",
     "START",
     "Send",
     "Serializer",
@@ -92,6 +94,7 @@ _WHERE = {
     "StreamWriter": "ttcli.runtime.commands",
     "interrupt": "ttcli.runtime.commands",
     "CompiledStateGraph": "ttcli.runtime.compiled",
+    "RetryPolicy": "ttcli.runtime.retry",
     "PregelTask": "ttcli.runtime.types",
     "StateSnapshot": "ttcli.runtime.types",
     "BaseSaver": "ttcli.savers.base",

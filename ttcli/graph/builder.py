@@ -55,6 +55,7 @@ class StateGraph:
     edges: set[tuple[str, str]] = field(default_factory=set, init=False)
     waiting_edges: set[tuple[tuple[str, ...], str]] = field(default_factory=set, init=False)
     branches: dict[str, dict[str, Branch]] = field(default_factory=dict, init=False)
+    retry_policies: dict[str, tuple[Any, ...]] = field(default_factory=dict, init=False)
 
     def __post_init__(self) -> None:
         self.channels = schema_channels(self.state_schema)
@@ -66,11 +67,13 @@ class StateGraph:
         *,
         metadata: dict[str, Any] | None = None,
         destinations: Sequence[str] | dict[str, str] | None = None,
+        retry_policy: Any = None,
     ) -> StateGraph:
         """Add a node; `add_node(func)` names it after the function.
 
-        `metadata` and `destinations` are accepted as LangGraph accepts them; they only serve
-        LangGraph's graph drawing, so ttcli does not use them.
+        `retry_policy` (a `RetryPolicy`, or several: the first that applies to an error
+        counts) runs a failing node again. `metadata` and `destinations` are accepted as
+        LangGraph accepts them; they only serve LangGraph's graph drawing.
         """
         if action is None:
             if not is_node_action(node):
@@ -92,6 +95,9 @@ class StateGraph:
                 f"Node `{node}` action must be callable or have invoke/ainvoke, got {action!r}"
             )
         self.nodes[node] = action
+        if retry_policy is not None:
+            many = isinstance(retry_policy, Sequence) and not hasattr(retry_policy, "_fields")
+            self.retry_policies[node] = tuple(retry_policy) if many else (retry_policy,)
         return self
 
     def add_edge(self, start_key: str | Sequence[str], end_key: str) -> StateGraph:

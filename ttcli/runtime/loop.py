@@ -54,6 +54,7 @@ from ttcli.runtime.execute import Chunk, Event, Finished, Outcome, execute
 from ttcli.runtime.messages_mode import message_chunks
 from ttcli.runtime.pending import TaskRecord, answers, null_writes, records
 from ttcli.runtime.recorder import Recorder
+from ttcli.runtime.retry import with_retries
 from ttcli.runtime.settings import RunSettings, recursion_limit, where
 from ttcli.runtime.subgraphs import ParentLink, child_parents, task_namespace
 from ttcli.savers.base import Checkpoint, PendingWrite
@@ -341,8 +342,11 @@ class Run:
         state = self._task_input(task)
         if spec.call is None:
             return state
+        call = spec.call
         try:
-            return spec.call(state, self.config, self.loop)
+            if spec.retry:
+                return with_retries(lambda: call(state, self.config, self.loop), spec.retry)
+            return call(state, self.config, self.loop)
         except ParentCommand as bubbled:  # a subgraph's node sent this node a Command
             return replace(bubbled.command, graph=None)
 

@@ -36,6 +36,8 @@ class NodeSpec:
     #: writes made after every run: the node's plain and join edges
     edge_writes: tuple[Write, ...]
     branches: tuple[Branch, ...]
+    #: RetryPolicy objects: how a failing run of the node is retried
+    retry: tuple[Any, ...] = ()
 
 
 class GraphPlan:
@@ -70,6 +72,7 @@ class GraphPlan:
                 call=None if action is None else node_call(action),
                 edge_writes=_edge_writes(builder, name),
                 branches=tuple(builder.branches.get(name, {}).values()),
+                retry=builder.retry_policies.get(name, ()),
             )
 
     def restore(self, channel_values: Mapping[str, Any]) -> dict[str, Channel]:
