@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from ttcli.errors import GraphDefinitionError
 from ttcli.graph.constants import END, RESERVED_CHARS, RESERVED_NODES, START
-from ttcli.graph.state import schema_channels
+from ttcli.graph.state import input_schema, schema_channels
 
 if TYPE_CHECKING:
     from ttcli.runtime.compiled import CompiledStateGraph
@@ -56,6 +56,8 @@ class StateGraph:
     waiting_edges: set[tuple[tuple[str, ...], str]] = field(default_factory=set, init=False)
     branches: dict[str, dict[str, Branch]] = field(default_factory=dict, init=False)
     retry_policies: dict[str, tuple[Any, ...]] = field(default_factory=dict, init=False)
+    #: a node's own input schema, read from its first parameter's type (LangGraph's rule)
+    node_schemas: dict[str, type[Any]] = field(default_factory=dict, init=False)
 
     def __post_init__(self) -> None:
         self.channels = schema_channels(self.state_schema)
@@ -95,6 +97,12 @@ class StateGraph:
                 f"Node `{node}` action must be callable or have invoke/ainvoke, got {action!r}"
             )
         self.nodes[node] = action
+        schema = input_schema(action)
+        if schema is not None and schema is not self.state_schema:
+            self.node_schemas[node] = schema
+            # its keys the state schema lacks are private channels, shared by the nodes
+            for key, channel in schema_channels(schema).items():
+                self.channels.setdefault(key, channel)
         if retry_policy is not None:
             many = isinstance(retry_policy, Sequence) and not hasattr(retry_policy, "_fields")
             self.retry_policies[node] = tuple(retry_policy) if many else (retry_policy,)

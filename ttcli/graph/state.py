@@ -66,6 +66,27 @@ def _default_factory(base: Any) -> Callable[[], Any] | None:
     return origin
 
 
+def input_schema(action: Any) -> type[Any] | None:
+    """The schema a node function's first parameter is annotated with, if it is one (a
+    TypedDict, dataclass or pydantic model): the keys that node reads."""
+    if not inspect.isfunction(action) and not inspect.ismethod(action):
+        return None
+    try:
+        first = next(iter(inspect.signature(action).parameters), None)
+        hint = get_type_hints(action).get(first) if first is not None else None
+    except (NameError, TypeError, ValueError):
+        return None
+    if not isinstance(hint, type) or not (
+        dataclasses.is_dataclass(hint) or hasattr(hint, "model_fields") or _is_typeddict(hint)
+    ):
+        return None
+    return hint
+
+
+def _is_typeddict(hint: type[Any]) -> bool:
+    return isinstance(hint, type) and issubclass(hint, dict) and hasattr(hint, "__total__")
+
+
 def read_input(schema: type[Any], value: Any, keys: Mapping[str, Channel]) -> dict[str, Any]:
     """The state keys an input (or node output, or update) writes, in declaration order."""
     if value is None:

@@ -31,7 +31,7 @@ from ttcli.graph.constants import (
     RESUME,
     START,
 )
-from ttcli.graph.state import build_state, read_input
+from ttcli.graph.state import read_input
 from ttcli.runtime import debug
 from ttcli.runtime.algo import (
     Task,
@@ -355,7 +355,7 @@ class Run:
             return task.arg
         if task.name == START:
             return self.channels[START].get()
-        return build_state(self.plan.schema, self.plan.values(self.channels))
+        return self.plan.node_input(task.name, self.channels)
 
     def _save_writes(self, task_id: str, task_path: str, writes: list[tuple[str, Any]]) -> None:
         self.recorder.put_writes(self.parent, (task_id, task_path, writes))

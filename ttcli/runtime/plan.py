@@ -8,7 +8,7 @@ seen yet. This is LangGraph's Pregel model, which is what makes histories line u
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Hashable, Mapping
+from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,7 +17,7 @@ from ttcli.errors import InvalidUpdateError
 from ttcli.graph.builder import Branch, StateGraph
 from ttcli.graph.channels import BarrierChannel, Channel, EphemeralValue, Topic
 from ttcli.graph.constants import END, START, TASKS, branch_channel, join_channel
-from ttcli.graph.state import build_state, read_input
+from ttcli.graph.state import build_state, read_input, schema_channels
 from ttcli.runtime.commands import Command, ParentCommand, Send
 from ttcli.runtime.nodes import NodeCall, node_call, resolve, takes_config
 from ttcli.runtime.subgraphs import find_subgraph
@@ -45,7 +45,15 @@ class GraphPlan:
 
     def __init__(self, builder: StateGraph) -> None:
         self.schema = builder.state_schema
+        #: every state channel: the state schema's keys, then nodes' private ones
         self.state_keys: dict[str, Channel] = dict(builder.channels)
+        #: the keys a state shows (values, snapshots): the state schema's
+        self.shown_keys = tuple(schema_channels(builder.state_schema))
+        #: nodes that read a schema of their own: its keys
+        self.node_keys = {
+            name: tuple(schema_channels(schema)) for name, schema in builder.node_schemas.items()
+        }
+        self.node_schemas = dict(builder.node_schemas)
         self.channels: dict[str, Channel] = dict(builder.channels)
         self.channels[START] = EphemeralValue(START)
         self.channels[TASKS] = Topic(TASKS)
@@ -86,7 +94,17 @@ class GraphPlan:
 
     def values(self, channels: Mapping[str, Channel]) -> dict[str, Any]:
         """The state keys that hold a value."""
-        return {key: channels[key].get() for key in self.state_keys if channels[key].is_available()}
+        return self.read(channels, self.shown_keys)
+
+    def read(self, channels: Mapping[str, Channel], keys: Iterable[str]) -> dict[str, Any]:
+        return {key: channels[key].get() for key in keys if channels[key].is_available()}
+
+    def node_input(self, name: str, channels: Mapping[str, Channel]) -> Any:
+        """What node `name` reads: its own schema's keys, or the state."""
+        schema = self.node_schemas.get(name)
+        if schema is None:
+            return build_state(self.schema, self.values(channels))
+        return build_state(schema, self.read(channels, self.node_keys[name]))
 
     def node_writes(
         self,

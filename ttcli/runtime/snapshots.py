@@ -60,7 +60,7 @@ def snapshot_of(
             if (waiting := by_task.get(task.id, TaskRecord()).waiting_on(task)) is not None
         )
     return StateSnapshot(
-        values=plan.values(channels),
+        values=plan.read(channels, plan.state_keys),  # private channels too, as LangGraph
         next=next_names,
         config=config,
         metadata=metadata,
