@@ -20,6 +20,7 @@ from ttcli.errors import (
     InvalidUpdateError,
     NodeError,
     NotFoundError,
+    ThreadNotFoundError,
     TtcliError,
 )
 from ttcli.ops import inspect, targets
@@ -336,7 +337,11 @@ def _execute(
                 click.echo(render.to_json(chunk, indent=None))
     except Exception as exc:
         _raise_node_error(graph, config, exc)
-    state = graph.get_state({"configurable": {"thread_id": config["configurable"]["thread_id"]}})
+    thread = config["configurable"]["thread_id"]
+    state = graph.get_state({"configurable": {"thread_id": thread}})
+    if "checkpoint_id" not in state.config["configurable"]:
+        # another process (`prune --keep-last 0`) deleted the thread since the run wrote it
+        raise ThreadNotFoundError(thread)
     render.document(env, *_outcome(spec, state))
     if state.next:
         click.get_current_context().exit(PAUSED)

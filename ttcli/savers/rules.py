@@ -4,6 +4,7 @@ keep (see the contract's docstring in base.py), and copying one checkpoint betwe
 from __future__ import annotations
 
 import re
+import uuid
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -45,11 +46,20 @@ def metadata_matches(metadata: Mapping[str, Any], filter_: Mapping[str, Any]) ->
 
 def check_child_id(checkpoint_id: str, parent_id: str | None) -> None:
     """Invariant 1: within a thread a child's id sorts after its parent's."""
-    if parent_id is not None and not checkpoint_id > parent_id:
+    if parent_id is not None and not _sort_key(checkpoint_id) > _sort_key(parent_id):
         raise ConfigError(
             f"checkpoint {checkpoint_id} must sort after its parent {parent_id}: make its id "
             "with ttcli.uuid6.new_id(step, after=parent_id)"
         )
+
+
+def _sort_key(checkpoint_id: str) -> tuple[int, str]:
+    """How an id sorts where it is stored: a UUID in any spelling (braces, upper case,
+    `urn:uuid:`, no dashes) by its 16 bytes, as SQLite keeps it; anything else as text."""
+    try:
+        return uuid.UUID(checkpoint_id).int, ""
+    except (TypeError, ValueError, AttributeError):
+        return -1, str(checkpoint_id)
 
 
 def merged_answers(stored: Any, sent: Any, thread_id: str) -> Any:

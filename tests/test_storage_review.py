@@ -1,0 +1,141 @@
+"""Storage review: regressions found after the SQLite package split (each failed before its
+fix), through the public saver API and the CLI."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import subprocess
+import sys
+import textwrap
+import time
+import uuid
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+from tests.clitools import ROOT, data, ttcli
+from tests.test_concurrency import start
+from tests.test_crash import integrity
+from tests.test_prune_reconcile import RUNS, expected, stored
+from tests.test_saver_contract import config, put_one
+from ttcli.errors import ConfigError
+from ttcli.savers.base import BaseSaver
+from ttcli.savers.sqlite import SqliteSaver
+from ttcli.uuid6 import id_time, lowest_id_at
+
+F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)
+
+
+@pytest.mark.parametrize(
+    "spelling",
+    [
+        lambda i: "{" + i + "}",
+        lambda i: i.upper(),
+        lambda i: "urn:uuid:" + i,
+        lambda i: i.replace("-", ""),
+    ],
+    ids=["braces", "upper", "urn", "no-dashes"],
+)
+def test_a_child_id_spelled_otherwise_that_sorts_before_its_parent_is_refused(
+    saver: BaseSaver, spelling: object
+) -> None:
+    root = put_one(saver, None, -1)
+    parent = put_one(saver, root, 0)
+    # a UUID a second older than the parent, in a spelling that sorts after it as text
+    older = lowest_id_at(id_time(parent) - timedelta(seconds=1))
+    assert uuid.UUID(older).bytes < uuid.UUID(parent).bytes
+    odd = spelling(older)  # type: ignore[operator]
+    with pytest.raises(ConfigError, match="sort after its parent"):
+        put_one(saver, parent, 1, known_id=odd)
+    latest = saver.get_tuple(config("t"))
+    assert latest is not None and latest.checkpoint["id"] == parent
+    saver.delete_checkpoints(config("t"), [root])
+    assert saver.get_tuple(config("t", parent)) is not None
+
+
+def test_two_archiving_prunes_at_once_lose_and_change_nothing(tmp_path: Path) -> None:
+    """Two cron jobs overlapping (the same `prune --archive` twice) while the application
+    and a person write one thread and another writer a second one."""
+    db, archive, stop = tmp_path / "live.db", tmp_path / "archive.db", tmp_path / "stop"
+    logs = [tmp_path / f"{name}.log" for name in ("app", "person", "other")]
+    SqliteSaver(db).close()
+    writers = [
+        start("ask", str(db), "shared", str(logs[0]), str(RUNS)),
+        start("answer", str(db), "shared", str(logs[1]), str(RUNS)),
+        start("ask", str(db), "other", str(logs[2]), str(RUNS)),
+    ]
+    pruners = [start("archive", str(db), str(archive), str(stop), "0") for _ in range(2)]
+    try:
+        results = [process.communicate(timeout=180) for process in writers]
+    finally:
+        stop.touch()
+    results += [pruner.communicate(timeout=180) for pruner in pruners]
+    for process, (_, err) in zip([*writers, *pruners], results, strict=True):
+        assert (process.returncode, err) == (0, ""), err
+    assert integrity(db) == integrity(archive) == "ok"
+    puts, writes = expected(logs)
+    with SqliteSaver.from_conn_string(db) as live, SqliteSaver.from_conn_string(archive) as kept:
+        for key, committed in puts.items():
+            found = stored(live, key) or stored(kept, key)
+            assert found is not None, f"checkpoint {key} is in neither file"
+            assert found == (committed, writes.get(key, {})), key
+
+
+TWO_STEPS = textwrap.dedent(
+    """
+    import os, sys
+    from typing import TypedDict
+    from ttcli import StateGraph, START, END
+
+    class S(TypedDict):
+        n: int
+
+    def a(state):
+        # fill the pipe stdout is, so that the CLI's next line waits for the test to read
+        sys.stdout.write("#" * (int(os.environ["PAD"]) - 1) + "\\n")
+        sys.stdout.flush()
+        return {"n": state["n"] + 1}
+
+    builder = StateGraph(S)
+    builder.add_node("a", a)
+    builder.add_node("b", lambda s: {"n": s["n"] + 1})
+    builder.add_edge(START, "a")
+    builder.add_edge("a", "b")
+    builder.add_edge("b", END)
+    """
+)
+
+
+def test_a_run_whose_thread_a_prune_emptied_before_it_reported_ends_in_one_line(
+    tmp_path: Path,
+) -> None:
+    """`prune --keep-last 0` deletes every checkpoint of a thread, which may be just after
+    a run (or `resume`) committed its last one and before it prints where it ended: the run
+    says so in one line (exit 3), never "a bug in ttcli" (exit 1, KeyError)."""
+    (tmp_path / "two.py").write_text(TWO_STEPS)
+    db = tmp_path / "live.db"
+    read_end, write_end = os.pipe()
+    capacity = fcntl.fcntl(write_end, F_SETPIPE_SZ, 4096)
+    line_a = len('{"a": {"n": 1}}\n')  # what --stream prints for node a
+    process = subprocess.Popen(
+        [sys.executable, "-m", "ttcli", "--db", str(db), "run", f"{tmp_path}/two.py:builder",
+         "-t", "t", "--input", '{"n": 0}', "--stream", "--interrupt-before", "b"],
+        cwd=ROOT, stdout=write_end, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "PAD": str(capacity - line_a)},
+    )  # fmt: skip
+    os.close(write_end)
+    try:
+        # the run commits node a's checkpoint, then blocks printing that it paused
+        for _ in range(600):
+            if db.exists() and data(ttcli(db, "threads", "--json")):
+                break
+            time.sleep(0.05)
+        assert ttcli(db, "prune", "--older-than", "0s", "--keep-last", "0", "--yes").exit_code == 0
+    finally:
+        with os.fdopen(read_end, "rb") as out:
+            out.read()
+        _out, err = process.communicate(timeout=60)
+    assert process.returncode == 3, err
+    assert err.startswith("Error: ") and err.count("\n") == 1, err
