@@ -15,10 +15,12 @@ from pathlib import Path
 
 import pytest
 
+from tests import graphs
 from tests.clitools import ROOT, data, ttcli
 from tests.test_concurrency import start
 from tests.test_crash import integrity
 from tests.test_prune_reconcile import RUNS, expected, stored
+from tests.test_invariants import API
 from tests.test_saver_contract import config, put_one
 from ttcli.errors import ConfigError
 from ttcli.savers.base import BaseSaver
@@ -139,3 +141,25 @@ def test_a_run_whose_thread_a_prune_emptied_before_it_reported_ends_in_one_line(
         _out, err = process.communicate(timeout=60)
     assert process.returncode == 3, err
     assert err.startswith("Error: ") and err.count("\n") == 1, err
+
+
+@pytest.mark.parametrize("version", [1, 4, 7])
+def test_a_thread_whose_latest_id_is_another_kind_of_uuid_goes_on(
+    saver: BaseSaver, version: int
+) -> None:
+    """A checkpoint stored with an id that is a UUID but not a UUIDv6 (LangGraph code and
+    imports make such ids) that sorts above the clock: the runtime's next id must still sort
+    after it, or every later step of the thread is refused ("must sort after its parent")."""
+    app = graphs.linear(API).compile(checkpointer=saver)
+    app.invoke({"x": 1, "log": []}, config("t"))
+    head = saver.get_tuple(config("t"))
+    assert head is not None
+    foreign = dict(head.checkpoint)
+    raw = (0xF7 << 120) | (version << 76) | (0x8 << 60) | 0x1234
+    foreign["id"] = str(uuid.UUID(int=raw))
+    saver.put(head.config, foreign, {"source": "update", "step": 9, "parents": {}}, {})  # type: ignore[arg-type]
+    updated = app.update_state(config("t"), {"x": 5})
+    latest = saver.get_tuple(config("t"))
+    assert latest is not None and latest.config == updated
+    assert latest.parent_config is not None
+    assert latest.parent_config["configurable"]["checkpoint_id"] == foreign["id"]
