@@ -19,8 +19,8 @@ from tests import graphs
 from tests.clitools import ROOT, data, ttcli
 from tests.test_concurrency import start
 from tests.test_crash import integrity
-from tests.test_prune_reconcile import RUNS, expected, stored
 from tests.test_invariants import API
+from tests.test_prune_reconcile import RUNS, expected, stored
 from tests.test_saver_contract import config, put_one
 from ttcli.errors import ConfigError
 from ttcli.savers.base import BaseSaver
