@@ -163,3 +163,39 @@ def test_a_thread_whose_latest_id_is_another_kind_of_uuid_goes_on(
     assert latest is not None and latest.config == updated
     assert latest.parent_config is not None
     assert latest.parent_config["configurable"]["checkpoint_id"] == foreign["id"]
+
+
+@pytest.mark.parametrize("last", ["\ud7ff", "\U0010ffff"], ids=["before-surrogates", "largest"])
+def test_a_thread_prefix_ending_in_an_edge_character_lists_and_prunes(
+    tmp_path: Path, last: str
+) -> None:
+    """`--prefix` is matched as a range of thread ids: its upper end must exist for every
+    prefix (not a lone surrogate or a character past U+10FFFF: exit 1, "a bug in ttcli")."""
+    (tmp_path / "tiny.py").write_text(TINY)
+    db = tmp_path / "t.db"
+    names = [f"q{last}1", f"q{last}{last}", "q", "r"]
+    for name in names:
+        assert ttcli(db, "run", f"{tmp_path}/tiny.py:builder", "-t", name, "--input",
+                     '{"n": 0}').exit_code == 0  # fmt: skip
+    listed = data(ttcli(db, "threads", "--prefix", f"q{last}", "--json"))
+    assert sorted(t["thread_id"] for t in listed) == sorted(names[:2])
+    pruned = ttcli(db, "prune", "--prefix", f"q{last}", "--older-than", "0s", "--keep-last", "0",
+                   "--yes")  # fmt: skip
+    assert pruned.exit_code == 0, pruned.stderr
+    assert sorted(t["thread_id"] for t in data(ttcli(db, "threads", "--json"))) == ["q", "r"]
+
+
+TINY = textwrap.dedent(
+    """
+    from typing import TypedDict
+    from ttcli import StateGraph, START, END
+
+    class S(TypedDict):
+        n: int
+
+    builder = StateGraph(S)
+    builder.add_node("inc", lambda s: {"n": s["n"] + 1})
+    builder.add_edge(START, "inc")
+    builder.add_edge("inc", END)
+    """
+)
