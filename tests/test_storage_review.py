@@ -199,3 +199,46 @@ TINY = textwrap.dedent(
     builder.add_edge("inc", END)
     """
 )
+
+
+def test_fork_to_thread_while_a_prune_archives_the_source_copies_writes_as_stored(
+    tmp_path: Path,
+) -> None:
+    """`ttcli fork --to-thread` reads a lineage, then copies it row by row; a prune that
+    archives the source meanwhile must not leave copies without the pending writes their
+    source had (they were read as "no writes" from rows already gone)."""
+    db, archive = tmp_path / "live.db", tmp_path / "archive.db"
+    with SqliteSaver.from_conn_string(db) as saver, saver.batch():
+        parent = None
+        for step in range(1500):
+            parent = put_one(saver, parent, step - 1)
+            saver.put_writes(config("t", parent), [("log", [f"w{step}"])], f"task{step}", "p")
+    fork = subprocess.Popen(
+        [sys.executable, "-m", "ttcli", "--db", str(db), "fork", "latest", "--thread", "t",
+         "--to-thread", "copy"],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        with SqliteSaver.from_conn_string(db, readonly=True) as reader:
+            for _ in range(2000):  # until the copy has begun
+                if list(reader.list_threads("copy")) or fork.poll() is not None:
+                    break
+                time.sleep(0.005)
+        pruned = ttcli(db, "prune", "--thread", "t", "--older-than", "0s", "--keep-last", "1",
+                       "--archive", str(archive), "--yes")  # fmt: skip
+        assert pruned.exit_code == 0, pruned.stderr
+    finally:
+        _out, err = fork.communicate(timeout=120)
+    assert fork.returncode == 0, err
+    with SqliteSaver.from_conn_string(db) as live, SqliteSaver.from_conn_string(archive) as kept:
+        copied = live.checkpoint_ids(config("copy"))
+        assert copied[0] == live.checkpoint_ids(config("t"))[0]  # the head was copied
+        for checkpoint_id in copied:
+            source = live if live.get_tuple(config("t", checkpoint_id)) else kept
+            copy, original = (s.get_tuple(config(t, checkpoint_id)) for s, t in
+                              ((live, "copy"), (source, "t")))  # fmt: skip
+            assert copy is not None and original is not None
+            assert copy.checkpoint == original.checkpoint
+            assert live.get_writes(config("copy", checkpoint_id)) == source.get_writes(
+                config("t", checkpoint_id)
+            ), checkpoint_id

@@ -12,7 +12,7 @@ from ttcli.configs import CheckpointRef
 from ttcli.errors import AnswerConflictError, ConfigError, InvalidFilterError
 
 if TYPE_CHECKING:
-    from ttcli.savers.base import BaseSaver, CheckpointTuple
+    from ttcli.savers.base import BaseSaver, CheckpointTuple, TaskWrite
 
 FILTER_KEY = re.compile(r"^[A-Za-z0-9_.-]+$")
 
@@ -88,6 +88,10 @@ def copy_checkpoint(
     `target` under `target_ref`'s thread. Returns False if it was there already; a copy
     interrupted halfway (say, between the checkpoint and its writes) completes when run again.
     """
+    read = _with_writes(source, saved)
+    if read is None:
+        return False  # deleted (pruned) since it was read: there is nothing to copy
+    saved, written = read
     at = target_ref.at(saved.checkpoint["id"]).to_config()
     copied = target.get_tuple(at) is None
     if copied:
@@ -97,9 +101,26 @@ def copy_checkpoint(
         target.put(target_ref.at(parent).to_config(), saved.checkpoint, metadata, {})
     present = {task_id for task_id, *_ in target.get_writes(at)}
     tasks: dict[str, tuple[str, list[tuple[str, Any]]]] = {}
-    for task_id, path, channel, value in source.get_writes(saved.config):
+    for task_id, path, channel, value in written:
         tasks.setdefault(task_id, (path, []))[1].append((channel, value))
     for task_id, (path, writes) in tasks.items():
         if task_id not in present:
             target.put_writes(at, writes, task_id, path)
     return copied
+
+
+def _with_writes(
+    source: BaseSaver, saved: CheckpointTuple
+) -> tuple[CheckpointTuple, list[TaskWrite]] | None:
+    """The checkpoint with its pending writes as they were read together: a checkpoint read
+    a while ago (a lineage, a thread's list) may have been pruned or answered since, and its
+    writes must not then be taken for none. None if it is gone."""
+    for _ in range(3):
+        written = source.get_writes(saved.config)
+        if [(t, c, v) for t, _p, c, v in written] == list(saved.pending_writes or ()):
+            break
+        fresh = source.get_tuple(saved.config)
+        if fresh is None:
+            return None
+        saved = fresh
+    return saved, written
