@@ -21,8 +21,8 @@ from tests.test_concurrency import start
 from tests.test_crash import integrity
 from tests.test_invariants import API
 from tests.test_prune_reconcile import RUNS, expected, stored
-from tests.test_saver_contract import config, put_one
-from ttcli.errors import ConfigError
+from tests.test_saver_contract import config, make_checkpoint, put_one
+from ttcli.errors import ConfigError, SerializationError
 from ttcli.savers.base import BaseSaver
 from ttcli.savers.sqlite import SqliteSaver
 from ttcli.uuid6 import id_time, lowest_id_at
@@ -242,3 +242,19 @@ def test_fork_to_thread_while_a_prune_archives_the_source_copies_writes_as_store
             assert live.get_writes(config("copy", checkpoint_id)) == source.get_writes(
                 config("t", checkpoint_id)
             ), checkpoint_id
+
+
+@pytest.mark.parametrize("ts", ["0001-01-01T00:00:00+14:00", "9999-12-31T23:59:59-14:00"])
+def test_a_checkpoint_time_outside_the_calendar_in_utc_is_refused_not_stored_unreadable(
+    saver: BaseSaver, ts: str
+) -> None:
+    """A `ts` that is a valid time where it was written but falls before year 1 or after
+    9999 in UTC was stored by SQLite and then never read again ("does not read"), its thread
+    with it; the memory saver read it. Both refuse it when it is written."""
+    root = put_one(saver, None, -1)
+    checkpoint = make_checkpoint(0, n=0)
+    checkpoint["ts"] = ts
+    with pytest.raises(SerializationError, match="outside the years"):
+        saver.put(config("t", root), checkpoint, {"source": "loop", "step": 0, "parents": {}}, {})
+    latest = saver.get_tuple(config("t"))
+    assert latest is not None and latest.checkpoint["id"] == root

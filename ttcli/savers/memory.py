@@ -26,7 +26,13 @@ from ttcli.savers.base import (
     TaskWrite,
     ThreadSummary,
 )
-from ttcli.savers.rules import check_child_id, merged_answers, metadata_matches, validate_filter
+from ttcli.savers.rules import (
+    check_child_id,
+    checkpoint_time,
+    merged_answers,
+    metadata_matches,
+    validate_filter,
+)
 from ttcli.savers.serde import Serializer
 
 _Key = tuple[str, str]  # (thread_id, checkpoint_ns)
@@ -123,6 +129,7 @@ class InMemorySaver(BaseSaver):
     ) -> RunnableConfig:
         ref = self.ref(config)
         check_child_id(checkpoint["id"], ref.checkpoint_id)
+        checkpoint_time(checkpoint["ts"])
         stored = _Stored(
             self.serde.dumps(checkpoint, path="checkpoint"),
             self.serde.dumps(dict(metadata), path="metadata"),

@@ -6,10 +6,11 @@ from __future__ import annotations
 import re
 import uuid
 from collections.abc import Mapping
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from ttcli.configs import CheckpointRef
-from ttcli.errors import AnswerConflictError, ConfigError, InvalidFilterError
+from ttcli.errors import AnswerConflictError, ConfigError, InvalidFilterError, SerializationError
 
 if TYPE_CHECKING:
     from ttcli.savers.base import BaseSaver, CheckpointTuple, TaskWrite
@@ -51,6 +52,24 @@ def check_child_id(checkpoint_id: str, parent_id: str | None) -> None:
             f"checkpoint {checkpoint_id} must sort after its parent {parent_id}: make its id "
             "with ttcli.uuid6.new_id(step, after=parent_id)"
         )
+
+
+def checkpoint_time(ts: str) -> datetime:
+    """A checkpoint's `ts` as a time in UTC (a time without a zone is UTC). A `ts` that is
+    not ISO 8601, or that is outside the years 1 to 9999 once in UTC (`0001-01-01T00:00+14:00`),
+    is refused when it is written: stored, it could never be read back."""
+    try:
+        moment = datetime.fromisoformat(ts)
+    except (TypeError, ValueError):
+        raise SerializationError(f"checkpoint ts {ts!r} is not an ISO-8601 time") from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    try:
+        return moment.astimezone(UTC)
+    except (OverflowError, ValueError):
+        raise SerializationError(
+            f"checkpoint ts {ts!r} is outside the years 1 to 9999 in UTC"
+        ) from None
 
 
 def _sort_key(checkpoint_id: str) -> tuple[int, str]:
