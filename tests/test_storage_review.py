@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests import graphs
-from tests.clitools import ROOT, data, ttcli
+from tests.clitools import ROOT, data, dump, ttcli
 from tests.test_concurrency import start
 from tests.test_crash import integrity
 from tests.test_invariants import API
@@ -258,3 +258,38 @@ def test_a_checkpoint_time_outside_the_calendar_in_utc_is_refused_not_stored_unr
         saver.put(config("t", root), checkpoint, {"source": "loop", "step": 0, "parents": {}}, {})
     latest = saver.get_tuple(config("t"))
     assert latest is not None and latest.checkpoint["id"] == root
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["run", "{graph}", "-t", "\udcff", "--input", '{"n": 0}'],
+        ["history", "-t", "caf\udce9"],
+        ["show", "latest", "-t", "\udcff"],
+        ["threads", "--prefix", "\udcff"],
+        ["prune", "--thread", "\udcff", "--older-than", "1d", "--yes"],
+        ["prune", "--prefix", "\udcff", "--older-than", "1d", "--yes"],
+    ],
+    ids=["run", "history", "show", "threads", "prune-thread", "prune-prefix"],
+)
+def test_a_thread_id_that_is_not_utf8_is_a_usage_error(tmp_path: Path, args: list[str]) -> None:
+    """A thread id from a shell in another encoding (`-t $'\\xff'` reaches Python as a lone
+    surrogate) cannot be stored as SQLite text: one line, exit 2, the file unchanged (it was
+    exit 1, "unexpected UnicodeEncodeError ... a bug in ttcli")."""
+    (tmp_path / "tiny.py").write_text(TINY)
+    db = tmp_path / "t.db"
+    assert ttcli(db, "run", f"{tmp_path}/tiny.py:builder", "-t", "ok", "--input",
+                 '{"n": 0}').exit_code == 0  # fmt: skip
+    before = dump(db)
+    result = ttcli(db, *[a.replace("{graph}", f"{tmp_path}/tiny.py:builder") for a in args])
+    assert result.exit_code == 2, result.stderr
+    assert result.stderr.startswith("Error: ") and result.stderr.count("\n") == 1
+    assert "UTF-8" in result.stderr
+    assert dump(db) == before
+
+
+def test_the_savers_refuse_a_thread_id_that_is_not_utf8_alike(saver: BaseSaver) -> None:
+    checkpoint = make_checkpoint(-1, n=0)
+    with pytest.raises(ConfigError, match="UTF-8"):
+        saver.put(config("\udcff"), checkpoint, {"source": "input", "step": -1}, {})
+    assert list(saver.list_threads()) == []

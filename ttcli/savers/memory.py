@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from ttcli.configs import CheckpointRef, RunnableConfig
+from ttcli.configs import CheckpointRef, RunnableConfig, check_text
 from ttcli.errors import CheckpointNotFoundError
 from ttcli.savers.base import (
     RESUME,
@@ -211,6 +211,7 @@ class InMemorySaver(BaseSaver):
             self._info.setdefault(thread_id, {}).update(copy.deepcopy(dict(info)))
 
     def list_threads(self, prefix: str = "") -> Iterator[ThreadSummary]:
+        check_text(prefix, "thread prefix")
         with self._lock:
             found = [
                 ThreadSummary(key[0], key[1], len(thread), latest, thread[latest].ts)
