@@ -79,6 +79,7 @@ def test_two_archiving_prunes_at_once_lose_and_change_nothing(tmp_path: Path) ->
     assert integrity(db) == integrity(archive) == "ok"
     puts, writes = expected(logs)
     with SqliteSaver.from_conn_string(db) as live, SqliteSaver.from_conn_string(archive) as kept:
+        assert live.integrity_problems() == kept.integrity_problems() == []
         for key, committed in puts.items():
             found = stored(live, key) or stored(kept, key)
             assert found is not None, f"checkpoint {key} is in neither file"
