@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 TEST ?= tests
 
-.PHONY: install dev test demo bench lint typecheck check clean
+.PHONY: install dev test demo bench bench-tricks lint typecheck check clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -41,6 +41,10 @@ check: lint typecheck test
 
 bench: $(VENV)/.installed-dev
 	$(BIN)/python -m bench
+
+# what each compaction trick of the format pays (bench/analysis.md)
+bench-tricks: $(VENV)/.installed-dev
+	$(BIN)/python -m bench.tricks
 
 clean:
 	rm -rf $(VENV) *.egg-info .pytest_cache

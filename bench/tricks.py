@@ -35,7 +35,7 @@ VARIANTS: dict[str, list[tuple[str, str, str]]] = {
         ("sqlite/put.py", "            held.thread_key == thread_key\n", "            False\n"),
         (
             "sqlite/put.py",
-            "        elif follows:  # the parent is the latest",
+            "        elif follows:  # the parent is the latest: all its writes are in `writes`",
             "        elif False:",
         ),
         ("sqlite/pending.py", "if latest and self.connection.in_batch:", "if False:"),

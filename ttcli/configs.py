@@ -20,6 +20,19 @@ MISSING_THREAD = (
 )
 
 
+def check_text(text: str, what: str) -> None:
+    """A thread id, namespace or prefix must be text a file can store (UTF-8): a lone
+    surrogate (bytes in another encoding, as Python passes them on from a command line) is
+    a usage error, on every saver."""
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            raise ConfigError(
+                f"{what} {text!r} is not UTF-8 text (bytes in another encoding?): give it in UTF-8"
+            ) from None
+
+
 @dataclass(frozen=True, slots=True)
 class CheckpointRef:
     """Where a checkpoint lives: thread, namespace and (optionally) its id."""
@@ -27,6 +40,10 @@ class CheckpointRef:
     thread_id: str
     checkpoint_ns: str = ""
     checkpoint_id: str | None = None
+
+    def __post_init__(self) -> None:
+        check_text(self.thread_id, "thread id")
+        check_text(self.checkpoint_ns, "checkpoint namespace")
 
     @classmethod
     def from_config(cls, config: RunnableConfig | None) -> CheckpointRef:

@@ -36,12 +36,17 @@ def new_id(step: int, *, after: str | None = None) -> str:
 
 
 def _timestamp(checkpoint_id: str) -> int:
-    """The 60-bit UUIDv6 timestamp of an id (0 for an id that is not a UUIDv6)."""
+    """The 60-bit UUIDv6 timestamp of an id, so that an id made one tick later sorts after
+    it; for a UUID of another version (v1, v4, v7...), the largest timestamp whose ids do
+    not sort after it (0 for an id that is not a UUID)."""
     try:
         raw = uuid.UUID(checkpoint_id).int
     except (TypeError, ValueError, AttributeError):
         return 0
-    return _timestamp_of(raw) if (raw >> 76) & 0xF == 6 else 0
+    if (raw >> 76) & 0xF == 6:
+        return _timestamp_of(raw)
+    # the next id's first 48 bits are then larger than this one's (the clock's last tick at most)
+    return min((((raw >> 80) + 1) << 12) - 1, (1 << 60) - 2)
 
 
 def _timestamp_of(raw: int) -> int:

@@ -28,6 +28,7 @@ from ttcli.errors import (
     InputError,
     InvalidUpdateError,
     NodeError,
+    ThreadNotFoundError,
     TtcliError,
 )
 from ttcli.ops import answers, inspect, targets
@@ -317,7 +318,11 @@ def _execute(
         _stopped(graph, spec, config)
     except Exception as exc:
         _raise_node_error(graph, config, exc)
-    state = graph.get_state({"configurable": {"thread_id": config["configurable"]["thread_id"]}})
+    thread = config["configurable"]["thread_id"]
+    state = graph.get_state({"configurable": {"thread_id": thread}})
+    if "checkpoint_id" not in state.config["configurable"]:
+        # another process (`prune --keep-last 0`) deleted the thread since the run wrote it
+        raise ThreadNotFoundError(thread)
     render.document(env, *_outcome(spec, state))
     if state.next:
         click.get_current_context().exit(PAUSED)

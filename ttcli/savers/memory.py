@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from ttcli.configs import CheckpointRef, RunnableConfig
+from ttcli.configs import CheckpointRef, RunnableConfig, check_text
 from ttcli.errors import CheckpointNotFoundError
 from ttcli.savers.base import (
     RESUME,
@@ -26,7 +26,13 @@ from ttcli.savers.base import (
     TaskWrite,
     ThreadSummary,
 )
-from ttcli.savers.rules import check_child_id, merged_answers, metadata_matches, validate_filter
+from ttcli.savers.rules import (
+    check_child_id,
+    checkpoint_time,
+    merged_answers,
+    metadata_matches,
+    validate_filter,
+)
 from ttcli.savers.serde import Serializer
 
 _Key = tuple[str, str]  # (thread_id, checkpoint_ns)
@@ -123,6 +129,7 @@ class InMemorySaver(BaseSaver):
     ) -> RunnableConfig:
         ref = self.ref(config)
         check_child_id(checkpoint["id"], ref.checkpoint_id)
+        checkpoint_time(checkpoint["ts"])
         stored = _Stored(
             self.serde.dumps(checkpoint, path="checkpoint"),
             self.serde.dumps(dict(metadata), path="metadata"),
@@ -204,6 +211,7 @@ class InMemorySaver(BaseSaver):
             self._info.setdefault(thread_id, {}).update(copy.deepcopy(dict(info)))
 
     def list_threads(self, prefix: str = "") -> Iterator[ThreadSummary]:
+        check_text(prefix, "thread prefix")
         with self._lock:
             found = [
                 ThreadSummary(key[0], key[1], len(thread), latest, thread[latest].ts)

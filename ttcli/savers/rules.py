@@ -4,14 +4,16 @@ keep (see the contract's docstring in base.py), and copying one checkpoint betwe
 from __future__ import annotations
 
 import re
+import uuid
 from collections.abc import Mapping
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from ttcli.configs import CheckpointRef
-from ttcli.errors import AnswerConflictError, ConfigError, InvalidFilterError
+from ttcli.errors import AnswerConflictError, ConfigError, InvalidFilterError, SerializationError
 
 if TYPE_CHECKING:
-    from ttcli.savers.base import BaseSaver, CheckpointTuple
+    from ttcli.savers.base import BaseSaver, CheckpointTuple, TaskWrite
 
 FILTER_KEY = re.compile(r"^[A-Za-z0-9_.-]+$")
 
@@ -45,11 +47,38 @@ def metadata_matches(metadata: Mapping[str, Any], filter_: Mapping[str, Any]) ->
 
 def check_child_id(checkpoint_id: str, parent_id: str | None) -> None:
     """Invariant 1: within a thread a child's id sorts after its parent's."""
-    if parent_id is not None and not checkpoint_id > parent_id:
+    if parent_id is not None and not _sort_key(checkpoint_id) > _sort_key(parent_id):
         raise ConfigError(
             f"checkpoint {checkpoint_id} must sort after its parent {parent_id}: make its id "
             "with ttcli.uuid6.new_id(step, after=parent_id)"
         )
+
+
+def checkpoint_time(ts: str) -> datetime:
+    """A checkpoint's `ts` as a time in UTC (a time without a zone is UTC). A `ts` that is
+    not ISO 8601, or that is outside the years 1 to 9999 once in UTC (`0001-01-01T00:00+14:00`),
+    is refused when it is written: stored, it could never be read back."""
+    try:
+        moment = datetime.fromisoformat(ts)
+    except (TypeError, ValueError):
+        raise SerializationError(f"checkpoint ts {ts!r} is not an ISO-8601 time") from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    try:
+        return moment.astimezone(UTC)
+    except (OverflowError, ValueError):
+        raise SerializationError(
+            f"checkpoint ts {ts!r} is outside the years 1 to 9999 in UTC"
+        ) from None
+
+
+def _sort_key(checkpoint_id: str) -> tuple[int, str]:
+    """How an id sorts where it is stored: a UUID in any spelling (braces, upper case,
+    `urn:uuid:`, no dashes) by its 16 bytes, as SQLite keeps it; anything else as text."""
+    try:
+        return uuid.UUID(checkpoint_id).int, ""
+    except (TypeError, ValueError, AttributeError):
+        return -1, str(checkpoint_id)
 
 
 def merged_answers(stored: Any, sent: Any, thread_id: str) -> Any:
@@ -78,6 +107,10 @@ def copy_checkpoint(
     `target` under `target_ref`'s thread. Returns False if it was there already; a copy
     interrupted halfway (say, between the checkpoint and its writes) completes when run again.
     """
+    read = _with_writes(source, saved)
+    if read is None:
+        return False  # deleted (pruned) since it was read: there is nothing to copy
+    saved, written = read
     at = target_ref.at(saved.checkpoint["id"]).to_config()
     copied = target.get_tuple(at) is None
     if copied:
@@ -87,9 +120,26 @@ def copy_checkpoint(
         target.put(target_ref.at(parent).to_config(), saved.checkpoint, metadata, {})
     present = {task_id for task_id, *_ in target.get_writes(at)}
     tasks: dict[str, tuple[str, list[tuple[str, Any]]]] = {}
-    for task_id, path, channel, value in source.get_writes(saved.config):
+    for task_id, path, channel, value in written:
         tasks.setdefault(task_id, (path, []))[1].append((channel, value))
     for task_id, (path, writes) in tasks.items():
         if task_id not in present:
             target.put_writes(at, writes, task_id, path)
     return copied
+
+
+def _with_writes(
+    source: BaseSaver, saved: CheckpointTuple
+) -> tuple[CheckpointTuple, list[TaskWrite]] | None:
+    """The checkpoint with its pending writes as they were read together: a checkpoint read
+    a while ago (a lineage, a thread's list) may have been pruned or answered since, and its
+    writes must not then be taken for none. None if it is gone."""
+    for _ in range(3):
+        written = source.get_writes(saved.config)
+        if [(t, c, v) for t, _p, c, v in written] == list(saved.pending_writes or ()):
+            break
+        fresh = source.get_tuple(saved.config)
+        if fresh is None:
+            return None
+        saved = fresh
+    return saved, written

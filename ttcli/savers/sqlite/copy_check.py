@@ -51,10 +51,28 @@ class PageCheck:
             page = self.page
             theirs = self.c.source.pending.merged(page.sconn, page.source_key, checkpoint_id)
             ours = self.c.target.pending.merged(page.tconn, page.target_key, checkpoint_id)
-            if translated_pending(self.c, theirs) != ours:
+            if self._writes(translated_pending(self.c, theirs)) != self._writes(ours):
                 self._fail(checkpoint_id)
         self._check_blobs()
         return carried
+
+    def _writes(self, pending: dict[str, Any]) -> list[tuple[Any, ...]]:
+        """Pending writes as compared: each value by its encoding, for a value that is not
+        equal to itself (a float NaN a node wrote) is still the same value."""
+        return sorted(
+            (task, path, idx, channel, self.serde.dumps(entry))
+            for task, (path, writes) in pending.items()
+            for idx, (channel, entry) in writes.items()
+        )
+
+    def _same(self, one: Any, other: Any) -> bool:
+        """Equal, or encoded alike (a NaN is the same value, yet not equal to itself)."""
+        if one == other:
+            return True
+        try:
+            return self.serde.dumps(one) == self.serde.dumps(other)
+        except (TypeError, ValueError):
+            return False
 
     def _same_row(self, theirs: Any, ours: Any) -> bool:
         if ours is None or tuple(ours[1:7]) != tuple(theirs[1:7]):
@@ -73,7 +91,7 @@ class PageCheck:
             return (
                 resolved is not None
                 and all(
-                    getattr(resolved, field) == getattr(expected_state, field)
+                    self._same(getattr(resolved, field), getattr(expected_state, field))
                     for field in ("channels", "versions_seen", "updated", "writes")
                 )
                 and ours[8] is None
@@ -82,17 +100,20 @@ class PageCheck:
             return ours[7] == theirs[7] and ours[8] in (None, theirs[8])
         if checkpoint_id in self.page.expected:  # same names: what was meant to be written
             state, pending = self.page.expected[checkpoint_id]
-            return stored == state and (
-                ours[8] is None if pending is None else self.serde.loads(ours[8]) == pending
+            return self._same(stored, state) and (
+                ours[8] is None
+                if pending is None
+                else self._same(self.serde.loads(ours[8]), pending)
             )
         source_name, target_name = self.c.source.names.name, self.c.target.names.name
         expected = rekey_state(self.serde.loads(theirs[7]), source_name, self.c.entry)
-        if rekey_state(stored, target_name) != expected:
+        if not self._same(rekey_state(stored, target_name), expected):
             return False
         if ours[8] is None:  # the parent's writes stayed behind, or went to `writes`
             return True
-        return rekey_pending(self.serde.loads(ours[8]), target_name) == rekey_pending(
-            self.serde.loads(theirs[8]), source_name, self.c.entry
+        return self._same(
+            rekey_pending(self.serde.loads(ours[8]), target_name),
+            rekey_pending(self.serde.loads(theirs[8]), source_name, self.c.entry),
         )
 
     def _settled(self, checkpoint_id: bytes) -> bool:

@@ -5,18 +5,13 @@ from __future__ import annotations
 import uuid
 from datetime import UTC, datetime
 
-from ttcli.errors import ConfigError, SerializationError
+from ttcli.errors import ConfigError
+from ttcli.savers.rules import checkpoint_time
 from ttcli.uuid6 import dashed
 
 
 def micros(ts: str) -> int:
-    try:
-        moment = datetime.fromisoformat(ts)
-    except (TypeError, ValueError):
-        raise SerializationError(f"checkpoint ts {ts!r} is not an ISO-8601 time") from None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    delta = moment - datetime(1970, 1, 1, tzinfo=UTC)
+    delta = checkpoint_time(ts) - datetime(1970, 1, 1, tzinfo=UTC)
     return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
 
 

@@ -171,8 +171,9 @@ class Rows:
         # the prefix is matched with a range, so the threads index is used and no LIKE
         # wildcard in it means anything; the count is kept on the thread and the newest id is
         # one index step away, so a thread of a million checkpoints lists as fast as one of ten
-        upper = prefix[:-1] + chr(ord(prefix[-1]) + 1) if prefix else ""
-        rows = conn.execute(sql.THREADS, {"prefix": prefix, "upper": upper}).fetchall()
+        rows = conn.execute(
+            sql.THREADS, {"prefix": prefix, "upper": _after_prefix(prefix)}
+        ).fetchall()
         return [
             ThreadSummary(
                 thread_id,
@@ -200,3 +201,15 @@ class Rows:
             "UPDATE threads SET info = ? WHERE thread_key = ?",
             (json.dumps(merged, ensure_ascii=False, sort_keys=True), thread_key),
         )
+
+
+def _after_prefix(prefix: str) -> str | None:
+    """The smallest text above every text that starts with `prefix`, in SQLite's order (of
+    UTF-8 bytes, which is code point order); None if there is none (no prefix, or only
+    U+10FFFF). The surrogates, which UTF-8 cannot hold, are stepped over."""
+    while prefix:
+        last = ord(prefix[-1]) + 1
+        if last <= 0x10FFFF:
+            return prefix[:-1] + chr(0xE000 if 0xD800 <= last <= 0xDFFF else last)
+        prefix = prefix[:-1]
+    return None

@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from ttcli.configs import RunnableConfig
+from ttcli.configs import RunnableConfig, check_text
 from ttcli.errors import ConfigError
 from ttcli.savers.base import (
     BaseSaver,
@@ -280,6 +280,7 @@ class SqliteSaver(BaseSaver):
             self.rows.set_info(conn, thread_id, info)
 
     def list_threads(self, prefix: str = "") -> Iterator[ThreadSummary]:
+        check_text(prefix, "thread prefix")
         with self.connection.read() as conn:
             found = self.rows.threads(conn, prefix)
         yield from found

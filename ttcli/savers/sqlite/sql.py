@@ -133,7 +133,7 @@ SELECT t.thread_id, t.checkpoint_ns, t.checkpoints, (
     WHERE c.thread_key = t.thread_key
 ) AS latest
 FROM threads AS t
-WHERE t.thread_id >= :prefix AND (:prefix = '' OR t.thread_id < :upper)
+WHERE t.thread_id >= :prefix AND (:upper IS NULL OR t.thread_id < :upper)
     AND latest IS NOT NULL
 ORDER BY t.thread_id, t.checkpoint_ns
 """
