@@ -51,6 +51,10 @@ class StateGraph:
     """
 
     state_schema: type[Any]
+    #: the keys `invoke` takes (LangGraph's `input_schema`); the state schema's by default
+    input_schema: type[Any] | None = None
+    #: the keys `invoke` returns and `values` streams; the state schema's by default
+    output_schema: type[Any] | None = None
     nodes: dict[str, NodeFunc] = field(default_factory=dict, init=False)
     edges: set[tuple[str, str]] = field(default_factory=set, init=False)
     waiting_edges: set[tuple[tuple[str, ...], str]] = field(default_factory=set, init=False)
@@ -61,6 +65,9 @@ class StateGraph:
 
     def __post_init__(self) -> None:
         self.channels = schema_channels(self.state_schema)
+        for schema in (self.input_schema, self.output_schema):
+            for key, channel in schema_channels(schema).items() if schema else ():
+                self.channels.setdefault(key, channel)
 
     def add_node(
         self,

@@ -249,14 +249,17 @@ class CompiledStateGraph:
 
 
 def _outcome(run: Run, stream_mode: str, chunks: list[Any]) -> Any:
-    """What invoke returns: the last state (with the interrupts it waits on), or the chunks."""
+    """What invoke returns: the last state's output keys (with the interrupts it waits on),
+    or the chunks."""
     if stream_mode != "values":
         return chunks
     if not chunks:
         return None
+    keys = run.plan.output_keys
+    last = {key: value for key, value in chunks[-1].items() if key in keys}
     if run.interrupts:
-        return {**chunks[-1], INTERRUPT: list(run.interrupts)}
-    return chunks[-1]
+        return {**last, INTERRUPT: list(run.interrupts)}
+    return last
 
 
 def _modes(stream_mode: str | Sequence[str]) -> tuple[str, ...]:

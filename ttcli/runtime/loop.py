@@ -195,7 +195,7 @@ class Run:
         yield "values", self.plan.values(self.channels)
 
     def _take_input(self) -> Iterator[Chunk]:
-        values = read_input(self.plan.schema, self.input, self.plan.state_keys)
+        values = read_input(self.plan.schema, self.input, self.plan.input_keys)
         # new input abandons whatever the previous checkpoint still had scheduled
         discarded = prepare_tasks(
             self.plan, self.checkpoint, self.channels, self.step, self.ref.checkpoint_ns

@@ -47,8 +47,15 @@ class GraphPlan:
         self.schema = builder.state_schema
         #: every state channel: the state schema's keys, then nodes' private ones
         self.state_keys: dict[str, Channel] = dict(builder.channels)
-        #: the keys a state shows (values, snapshots): the state schema's
+        #: the keys `values` streams: the state schema's
         self.shown_keys = tuple(schema_channels(builder.state_schema))
+        #: the keys `invoke` returns
+        self.output_keys = frozenset(schema_channels(builder.output_schema or builder.state_schema))
+        #: the keys an input may write
+        self.input_keys = {
+            key: self.state_keys[key]
+            for key in schema_channels(builder.input_schema or builder.state_schema)
+        }
         #: nodes that read a schema of their own: its keys
         self.node_keys = {
             name: tuple(schema_channels(schema)) for name, schema in builder.node_schemas.items()
