@@ -52,10 +52,15 @@ class Runner:
     def __init__(self, graph: Any, mode: str) -> None:
         self.graph, self.mode = graph, mode
 
-    def invoke(self, value: Any, config: Any) -> Any:
+    def invoke(self, value: Any, config: Any, **options: Any) -> Any:
         if self.mode == "sync":
-            return self.graph.invoke(value, config)
-        return asyncio.run(self.graph.ainvoke(value, config))
+            return self.graph.invoke(value, config, **options)
+        return asyncio.run(self.graph.ainvoke(value, config, **options))
+
+    def state(self, config: Any) -> Any:
+        if self.mode == "sync":
+            return self.graph.get_state(config, subgraphs=True)
+        return asyncio.run(self.graph.aget_state(config, subgraphs=True))
 
     def update(self, config: Any, values: Any, as_node: str) -> Any:
         if self.mode == "sync":
@@ -168,11 +173,36 @@ def time_travel(saver: BaseCheckpointSaver[Any], mode: str) -> list[Any]:
     return [run.history(cfg("travel"))]
 
 
+def subgraph_interrupt(saver: BaseCheckpointSaver[Any], mode: str) -> list[Any]:
+    def ask(state: Review) -> dict[str, Any]:
+        return {"log": [f"inner got {interrupt('ok?')}"]}
+
+    inner = StateGraph(Review)
+    inner.add_node("ask", ask)
+    inner.add_edge(START, "ask")
+    outer = StateGraph(Review)
+    outer.add_node("pre", lambda s: {"log": ["pre"]})
+    outer.add_node("sub", inner.compile())
+    outer.add_edge(START, "pre")
+    outer.add_edge("pre", "sub")
+    run = Runner(outer.compile(checkpointer=saver), mode)
+    found: list[Any] = []
+    for durability in ("sync", "async", "exit"):  # when LangGraph writes: each step, or at exit
+        config = cfg(f"sub-{durability}")
+        run.invoke({"plan": "", "log": []}, config, durability=durability)
+        paused = run.state(config)
+        inner_state = paused.tasks[0].state
+        done = run.invoke(Command(resume="yes"), config, durability=durability)
+        found += [paused.next, inner_state.values, inner_state.next, done, run.history(config)]
+    return found
+
+
 SCENARIOS: dict[str, Callable[[BaseCheckpointSaver[Any], str], list[Any]]] = {
     "chat": chat,
     "interrupt_resume": interrupt_resume,
     "send_fan_out": send_fan_out,
     "time_travel": time_travel,
+    "subgraph_interrupt": subgraph_interrupt,
 }
 
 
@@ -243,3 +273,19 @@ def test_the_cli_reads_what_ttcli_saver_wrote(db: Path) -> None:
     asked = waiting["tasks"][0]["interrupts"][0]["value"]
     assert asked == {"question": "approve?", "plan": "refund"}
     assert {t["thread_id"]: t["status"] for t in threads} == {"chat": "done", "review": "done"}
+
+
+def test_the_cli_reads_a_subgraphs_namespace(db: Path) -> None:
+    with TtcliSaver(db) as saver:
+        subgraph_interrupt(saver, "sync")
+
+    threads = data(ttcli(db, "threads", "--prefix", "sub-sync", "--json"))
+    (ns,) = [t["checkpoint_ns"] for t in threads if t["checkpoint_ns"]]
+    inner = data(ttcli(db, "history", "--thread", "sub-sync", "--ns", ns, "--json"))
+
+    assert ns.startswith("sub:")
+    assert [(c["step"], c["source"], c["next"]) for c in inner] == [
+        (1, "loop", []),
+        (0, "loop", ["ask"]),
+        (-1, "input", ["__start__"]),
+    ]
