@@ -53,11 +53,12 @@ def langgraph_app(
     from langgraph.graph import END, START, MessagesState, StateGraph
 
     from ttcli.langgraph import TtcliSaver
+    from ttcli.savers.sqlite import SqliteSaver as TtcliSqliteSaver
 
     if ttcli_format:
-        bridge = TtcliSaver(path)
-        saver: Any = bridge
-        conn = bridge.saver.conn
+        store = TtcliSqliteSaver(path)
+        saver: Any = TtcliSaver.on(store)
+        conn = store.conn
     else:
         conn = sqlite3.connect(path, check_same_thread=False)
         saver = SqliteSaver(conn)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import random
 import threading
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, cast
 
@@ -68,9 +68,22 @@ class TtcliSaver(BaseCheckpointSaver[str]):
     ) -> None:
         super().__init__(serde=serde)
         #: ttcli's saver underneath: `ttcli` commands read the same file
-        self.saver = SqliteSaver(path, busy_timeout=busy_timeout)
+        store = SqliteSaver(path, busy_timeout=busy_timeout)
+        self.saver: ttcli_base.BaseSaver = store
+        self._close: Callable[[], None] = store.close
         self._lock = threading.RLock()
         self._early: dict[WriteKey, EarlyWrites] = {}
+
+    @classmethod
+    def on(cls, saver: ttcli_base.BaseSaver) -> TtcliSaver:
+        """A TtcliSaver storing through a ttcli saver that is already open (the command
+        line's); closing it leaves that saver open."""
+        bridge = cls.__new__(cls)
+        BaseCheckpointSaver.__init__(bridge)
+        bridge.saver = saver
+        bridge._lock, bridge._early = threading.RLock(), {}
+        bridge._close = lambda: None
+        return bridge
 
     @property
     def values(self) -> Values:
@@ -79,7 +92,7 @@ class TtcliSaver(BaseCheckpointSaver[str]):
         return Values(self.serde)
 
     def close(self) -> None:
-        self.saver.close()
+        self._close()
 
     def __enter__(self) -> TtcliSaver:
         return self

@@ -1,6 +1,7 @@
 """Graph TARGETs: `path/to/file.py:attr` or `package.module:attr` naming a graph to run.
 
-A TARGET may name a StateGraph, a compiled graph, or a function that returns either. Only
+A TARGET may name a StateGraph, a compiled graph, or a function that returns either, of
+ttcli or of LangGraph (run on LangGraph through `ttcli.langgraph`, the `langgraph` extra). Only
 commands that run a graph (run, update, replay, resume) load one; reading a file never does.
 """
 
@@ -11,9 +12,9 @@ import importlib.util
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
-from ttcli.errors import TargetNotFoundError
+from ttcli.errors import InputError, TargetNotFoundError
 from ttcli.graph.builder import StateGraph
 from ttcli.runtime.compiled import CompiledStateGraph
 from ttcli.savers.base import BaseSaver
@@ -41,6 +42,8 @@ def compile_target(spec: str, saver: BaseSaver) -> CompiledStateGraph:
             raise TargetNotFoundError(
                 f"graph TARGET '{spec}': calling it raised {type(exc).__name__}: {exc}"
             ) from exc
+    if type(found).__module__.partition(".")[0] == "langgraph":
+        return _langgraph_target(found, saver)
     if isinstance(found, CompiledStateGraph):
         return found.builder.compile(
             saver,
@@ -53,6 +56,14 @@ def compile_target(spec: str, saver: BaseSaver) -> CompiledStateGraph:
         f"graph TARGET '{spec}' is a {type(found).__name__}, not a StateGraph, a compiled "
         "graph or a function returning one"
     )
+
+
+def _langgraph_target(found: Any, saver: BaseSaver) -> CompiledStateGraph:
+    """A LangGraph graph runs on LangGraph, storing through `ttcli.langgraph.TtcliSaver`;
+    what it returns offers what the command line uses of a compiled graph."""
+    from ttcli.langgraph.target import LangGraphTarget
+
+    return cast(CompiledStateGraph, LangGraphTarget(found, saver))
 
 
 def _load(spec: str) -> Any:
@@ -68,6 +79,15 @@ def _load(spec: str) -> Any:
             found = getattr(found, part)
     except TargetNotFoundError:
         raise
+    except ModuleNotFoundError as exc:
+        if (exc.name or "").partition(".")[0] in ("langgraph", "langchain_core"):
+            raise InputError(
+                f"graph TARGET '{spec}' needs LangGraph ({exc.name} is not installed): "
+                "pip install 'ttcli[langgraph]'"
+            ) from exc
+        raise TargetNotFoundError(
+            f"graph TARGET '{spec}' does not import: {type(exc).__name__}: {exc}"
+        ) from exc
     except AttributeError:
         raise TargetNotFoundError(f"graph TARGET '{spec}': {module_name} has no {attr!r}") from None
     except Exception as exc:  # whatever the module raises while importing
