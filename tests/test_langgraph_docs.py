@@ -35,7 +35,9 @@ def test_the_langgraph_example_runs_and_reads_as_shown(
 ) -> None:
     section = _section("Using ttcli with LangGraph")
     (code,) = re.findall(r"```python\n(.*?)```", section, flags=re.S)
-    (session,) = re.findall(r"```\n(\$ .*?)```", section, flags=re.S)
+    # the first session reads chat.db; the second (ttcli run on a LangGraph app) is what
+    # test_langgraph_cli.py checks
+    session = re.findall(r"```\n(\$ .*?)```", section, flags=re.S)[0]
     monkeypatch.chdir(tmp_path)
 
     exec(compile(code, "README.md", "exec"), {})
