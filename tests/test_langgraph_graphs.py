@@ -7,6 +7,7 @@ import asyncio
 import datetime as dt
 import enum
 import operator
+import re
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -14,11 +15,15 @@ from pathlib import Path
 from typing import Annotated, Any, TypedDict
 
 import pytest
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.runnables import RunnableConfig
+from langchain_core.tools import tool
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.graph import END, START, MessagesState, StateGraph
+from langgraph.prebuilt import ToolNode, tools_condition
 from langgraph.types import Command, Send, interrupt
 from pydantic import BaseModel
 
@@ -197,18 +202,78 @@ def subgraph_interrupt(saver: BaseCheckpointSaver[Any], mode: str) -> list[Any]:
     return found
 
 
+@tool
+def refund(order_id: str) -> str:
+    """Refund an order."""
+    return f"order {order_id} refunded"
+
+
+def tool_calling_agent(saver: BaseCheckpointSaver[Any], mode: str) -> list[Any]:
+    model = GenericFakeChatModel(
+        messages=iter(
+            [
+                AIMessage("", id="m1", tool_calls=[
+                    {"name": "refund", "args": {"order_id": "7"}, "id": "call-1"}
+                ]),
+                AIMessage("Done: order 7 refunded.", id="m2"),
+            ]
+        )
+    )  # fmt: skip
+
+    def agent(state: MessagesState, config: RunnableConfig) -> dict[str, Any]:
+        return {"messages": [model.invoke(state["messages"], config)]}
+
+    builder = StateGraph(MessagesState)
+    builder.add_node("agent", agent)
+    builder.add_node("tools", ToolNode([refund]))
+    builder.add_edge(START, "agent")
+    builder.add_conditional_edges("agent", tools_condition)
+    builder.add_edge("tools", "agent")
+    run = Runner(builder.compile(checkpointer=saver), mode)
+    out = run.invoke({"messages": [HumanMessage("refund order 7", id="h1")]}, cfg("agent"))
+    return [out, run.history(cfg("agent"))]
+
+
+def command_to_parent(saver: BaseCheckpointSaver[Any], mode: str) -> list[Any]:
+    def escalate(state: Review) -> Command[str]:
+        return Command(graph=Command.PARENT, goto="human", update={"log": ["escalated"]})
+
+    inner = StateGraph(Review)
+    inner.add_node("escalate", escalate)
+    inner.add_edge(START, "escalate")
+    outer = StateGraph(Review)
+    outer.add_node("sub", inner.compile(), destinations=("human",))
+    outer.add_node("human", lambda s: {"log": ["human took over"]})
+    outer.add_edge(START, "sub")
+    run = Runner(outer.compile(checkpointer=saver), mode)
+    out = run.invoke({"plan": "", "log": []}, cfg("parent"))
+    return [out, run.history(cfg("parent"))]
+
+
 SCENARIOS: dict[str, Callable[[BaseCheckpointSaver[Any], str], list[Any]]] = {
     "chat": chat,
     "interrupt_resume": interrupt_resume,
     "send_fan_out": send_fan_out,
     "time_travel": time_travel,
     "subgraph_interrupt": subgraph_interrupt,
+    "tool_calling_agent": tool_calling_agent,
+    "command_to_parent": command_to_parent,
 }
 
 
 def normalise(found: Any) -> Any:
     """Histories with ids as positions, and without what differs between two runs (times,
-    task and interrupt ids, derived from checkpoint ids)."""
+    task and interrupt ids, derived from checkpoint ids, and random message ids)."""
+    return _without_uuids(_normalise(found))
+
+
+def _without_uuids(found: Any) -> Any:
+    return re.sub(
+        r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", "ID", repr(found)
+    )
+
+
+def _normalise(found: Any) -> Any:
     if isinstance(found, list) and found and hasattr(found[0], "next"):
         ids = {snap.config["configurable"]["checkpoint_id"]: i for i, snap in enumerate(found)}
         return [
