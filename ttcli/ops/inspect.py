@@ -13,7 +13,11 @@ from typing import Any
 
 from ttcli.configs import CheckpointRef
 from ttcli.errors import ThreadNotFoundError
-from ttcli.savers.base import BaseSaver, CheckpointTuple, TaskWrite
+from ttcli.savers.base import NOT_LOADED, BaseSaver, CheckpointTuple, TaskWrite
+
+#: the channel of the Sends a checkpoint schedules (`ttcli.graph.constants.TASKS`; not
+#: imported from there, so that reading a file does not load the graph package)
+TASKS = "__pregel_tasks"
 
 _SPECIAL = frozenset({"__error__", "__interrupt__", "__resume__", "__no_writes__", "__scheduled__"})
 
@@ -31,7 +35,7 @@ def next_nodes(saved: CheckpointTuple) -> tuple[str, ...]:
     """The nodes a checkpoint schedules, read from its trigger channels (Sends first)."""
     checkpoint = saved.checkpoint
     values, seen = checkpoint["channel_values"], checkpoint["versions_seen"]
-    sent = [_send_node(send) for send in values.get("__pregel_tasks") or ()]
+    sent = [_send_node(send) for send in values.get(TASKS) or ()]
     due = set()
     for channel, version in checkpoint["channel_versions"].items():
         if channel not in values:
@@ -192,7 +196,15 @@ def history(
     )
     if not found and saver.get_tuple(ref.to_config()) is None:
         raise ThreadNotFoundError(ref.thread_id)
-    return [entry(saved) for saved in found]
+    return [entry(_with_sends(saver, saved)) for saved in found]
+
+
+def _with_sends(saver: BaseSaver, saved: CheckpointTuple) -> CheckpointTuple:
+    """The Sends a checkpoint schedules say what runs next; those too big to be kept inline
+    (not loaded by `list_metadata`) are read, with that checkpoint alone."""
+    if saved.checkpoint["channel_values"].get(TASKS) is not NOT_LOADED:
+        return saved
+    return saver.get_tuple(saved.config) or saved
 
 
 @dataclass
