@@ -358,7 +358,20 @@ def test_same_as_langgraphs_own_saver(name: str, mode: str, db: Path) -> None:
         found = SCENARIOS[name](saver, mode)
 
     assert [normalise(part) for part in found] == [normalise(part) for part in expected]
+    _every_thread_reads(db)
+
+
+def _every_thread_reads(db: Path) -> None:
+    """Every reading command works on every thread and namespace the graph left."""
     assert ttcli(db, "verify").exit_code == 0  # typed data is noted, not a problem
+    for thread in data(ttcli(db, "threads", "--json")):
+        where = ["--thread", thread["thread_id"], "--ns", thread["checkpoint_ns"]]
+        history = data(ttcli(db, "history", *where, "--json"))
+        assert len(history) == thread["checkpoints"]
+        for args in (["show", "latest"], ["tree"], ["show", history[-1]["checkpoint_id"]]):
+            assert ttcli(db, *args, *where).exit_code == 0, args
+        if len(history) > 1:
+            assert ttcli(db, "diff", "latest~1", "latest", *where).exit_code == 0
 
 
 def test_the_cli_reads_what_ttcli_saver_wrote(db: Path) -> None:
