@@ -192,3 +192,8 @@ def test_a_child_id_that_sorts_before_its_parent_is_refused(saver: TtcliSaver) -
         saver.put(stored, early, _metadata(1), {})
 
     assert [t.checkpoint["id"] for t in saver.list(_config("t"))] == [parent["id"]]
+
+
+def test_a_postgresql_dsn_is_refused_until_that_backend_exists(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="PostgreSQL backend is not there yet"):
+        TtcliSaver("postgresql://localhost/app")

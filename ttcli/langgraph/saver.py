@@ -32,7 +32,7 @@ from langgraph.checkpoint.base import (
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from ttcli.configs import CheckpointRef
-from ttcli.errors import CheckpointNotFoundError
+from ttcli.errors import CheckpointNotFoundError, ConfigError
 from ttcli.langgraph.values import Values
 from ttcli.savers import base as ttcli_base
 from ttcli.savers.sqlite import DEFAULT_BUSY_TIMEOUT, SqliteSaver
@@ -48,7 +48,8 @@ class TtcliSaver(BaseCheckpointSaver[str]):
     """A LangGraph checkpointer storing in a ttcli SQLite file.
 
     Args:
-        path: the SQLite file (created if missing).
+        path: the SQLite file (created if missing); a `postgresql://` DSN once ttcli's
+            PostgreSQL backend exists (until then a ValueError).
         serde: LangGraph's serializer for the values ttcli does not store as they are
             (by default LangGraph's `JsonPlusSerializer`, with its allowlist).
         busy_timeout: seconds to wait for another process's write lock.
@@ -66,24 +67,33 @@ class TtcliSaver(BaseCheckpointSaver[str]):
         serde: SerializerProtocol | None = None,
         busy_timeout: float = DEFAULT_BUSY_TIMEOUT,
     ) -> None:
+        if str(path).startswith(("postgresql://", "postgres://")):
+            raise ConfigError(
+                f"cannot open {path}: ttcli's PostgreSQL backend is not there yet; "
+                "give the path of a SQLite file"
+            )
         super().__init__(serde=serde)
-        #: ttcli's saver underneath: `ttcli` commands read the same file
         store = SqliteSaver(path, busy_timeout=busy_timeout)
-        self.saver: ttcli_base.BaseSaver = store
-        self._close: Callable[[], None] = store.close
-        self._lock = threading.RLock()
-        self._early: dict[WriteKey, EarlyWrites] = {}
+        self._bind(store, store.close)
 
     @classmethod
-    def on(cls, saver: ttcli_base.BaseSaver) -> TtcliSaver:
+    def on(
+        cls, saver: ttcli_base.BaseSaver, *, serde: SerializerProtocol | None = None
+    ) -> TtcliSaver:
         """A TtcliSaver storing through a ttcli saver that is already open (the command
         line's); closing it leaves that saver open."""
         bridge = cls.__new__(cls)
-        BaseCheckpointSaver.__init__(bridge)
-        bridge.saver = saver
-        bridge._lock, bridge._early = threading.RLock(), {}
-        bridge._close = lambda: None
+        BaseCheckpointSaver.__init__(bridge, serde=serde)
+        bridge._bind(saver, lambda: None)
         return bridge
+
+    def _bind(self, saver: ttcli_base.BaseSaver, close: Callable[[], None]) -> None:
+        #: ttcli's saver underneath: `ttcli` commands read the same file
+        self.saver = saver
+        self._close = close
+        self._lock = threading.RLock()
+        #: writes whose checkpoint's put has not arrived yet
+        self._early: dict[WriteKey, EarlyWrites] = {}
 
     @property
     def values(self) -> Values:
