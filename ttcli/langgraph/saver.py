@@ -203,23 +203,21 @@ class TtcliSaver(BaseCheckpointSaver[str]):
                 self._copy(saved, to)
 
     def _copy(self, saved: ttcli_base.CheckpointTuple, to: CheckpointRef) -> None:
+        """One checkpoint and its writes; a copy stopped halfway completes when run again."""
         checkpoint = saved.checkpoint
         at = to.at(checkpoint["id"]).to_config()
-        if self.saver.get_tuple(at) is not None:
-            return
-        parent = saved.parent_config
-        parent_id = CheckpointRef.from_config(parent).checkpoint_id if parent else None
-        self.saver.put(
-            to.at(parent_id).to_config(),
-            checkpoint,
-            saved.metadata,
-            checkpoint["channel_versions"],
-        )
+        if self.saver.get_tuple(at) is None:
+            parent = saved.parent_config
+            parent_id = _ref(parent).checkpoint_id if parent else None
+            versions = checkpoint["channel_versions"]
+            self.saver.put(to.at(parent_id).to_config(), checkpoint, saved.metadata, versions)
+        present = {task_id for task_id, *_ in self.saver.get_writes(at)}
         tasks: dict[str, tuple[str, list[tuple[str, Any]]]] = {}
         for task_id, path, channel, value in self.saver.get_writes(saved.config):
             tasks.setdefault(task_id, (path, []))[1].append((channel, value))
         for task_id, (path, writes) in tasks.items():
-            self.saver.put_writes(at, writes, task_id, path)
+            if task_id not in present:
+                self.saver.put_writes(at, writes, task_id, path)
 
     def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
         self.saver.prune([str(t) for t in thread_ids], strategy=strategy)
