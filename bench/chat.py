@@ -1,5 +1,6 @@
 """The 300-turn chat: file size against the raw message bytes, time per turn, and reading a
-random past checkpoint, for ttcli's SqliteSaver and LangGraph's, on the same messages.
+random past checkpoint, for ttcli's SqliteSaver and LangGraph's, on the same messages; and
+the same LangGraph app with ttcli's format (`ttcli.langgraph.TtcliSaver`).
 
 Each turn adds a user message of 100 bytes and a reply of 200 bytes, so the raw message
 bytes are 300 per turn. Sizes are measured after folding the WAL into the file.
@@ -12,6 +13,7 @@ import sqlite3
 import string
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -43,19 +45,30 @@ def ttcli_app(path: Path, replies: list[str]) -> tuple[Any, Callable[[], None]]:
     return builder.compile(checkpointer=saver), lambda: _close(saver.conn)
 
 
-def langgraph_app(path: Path, replies: list[str]) -> tuple[Any, Callable[[], None]]:
+def langgraph_app(
+    path: Path, replies: list[str], *, ttcli_format: bool = False
+) -> tuple[Any, Callable[[], None]]:
     from langchain_core.messages import AIMessage
     from langgraph.checkpoint.sqlite import SqliteSaver
     from langgraph.graph import END, START, MessagesState, StateGraph
 
-    conn = sqlite3.connect(path, check_same_thread=False)
+    from ttcli.langgraph import TtcliSaver
+    from ttcli.savers.sqlite import SqliteSaver as TtcliSqliteSaver
+
+    if ttcli_format:
+        store = TtcliSqliteSaver(path)
+        saver: Any = TtcliSaver.on(store)
+        conn = store.conn
+    else:
+        conn = sqlite3.connect(path, check_same_thread=False)
+        saver = SqliteSaver(conn)
     builder = StateGraph(MessagesState)
     builder.add_node(
         "bot", lambda state: {"messages": [AIMessage(replies[len(state["messages"]) // 2])]}
     )
     builder.add_edge(START, "bot")
     builder.add_edge("bot", END)
-    return builder.compile(checkpointer=SqliteSaver(conn)), lambda: _close(conn)
+    return builder.compile(checkpointer=saver), lambda: _close(conn)
 
 
 def _close(conn: sqlite3.Connection) -> None:
@@ -95,6 +108,7 @@ def run(
 def main(workdir: Path) -> list[tuple[str, str, str, str]]:
     ours = run("ttcli", ttcli_app, workdir)
     theirs = run("langgraph", langgraph_app, workdir)
+    bridge = run("ttcli-langgraph", partial(langgraph_app, ttcli_format=True), workdir)
     raw = TURNS * (USER_BYTES + REPLY_BYTES)
     return [
         ("chat: raw message bytes", f"{raw:,}", f"{raw:,}", ""),
@@ -121,5 +135,23 @@ def main(workdir: Path) -> list[tuple[str, str, str, str]]:
             f"{ours['read'] * 1e3:.2f}",
             f"{theirs['read'] * 1e3:.2f}",
             f"{ours['read'] / theirs['read']:.2f}",
+        ),
+        (
+            "chat on LangGraph, TtcliSaver: file size / raw bytes",
+            f"{bridge['ratio']:.2f}",
+            f"{theirs['ratio']:.1f}",
+            f"{bridge['size'] / theirs['size']:.4f}",
+        ),
+        (
+            "chat on LangGraph, TtcliSaver: time per turn (ms)",
+            f"{bridge['turn'] * 1e3:.2f}",
+            f"{theirs['turn'] * 1e3:.2f}",
+            f"{bridge['turn'] / theirs['turn']:.2f}",
+        ),
+        (
+            "chat on LangGraph, TtcliSaver: read a past checkpoint (ms)",
+            f"{bridge['read'] * 1e3:.2f}",
+            f"{theirs['read'] * 1e3:.2f}",
+            f"{bridge['read'] / theirs['read']:.2f}",
         ),
     ]

@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import json
+import operator
 import sqlite3
 import subprocess
 import sys
 from pathlib import Path
+from typing import Annotated, TypedDict
 
 import pytest
 from click.testing import CliRunner
 
 from tests.clitools import GRAPHS, ORDER, ORDER_AGENT, REVIEW, ROOT, data, dump, ttcli
+from ttcli import START, Send, SqliteSaver, StateGraph
 from ttcli.cli import cli
 
 
@@ -365,3 +368,26 @@ def test_threads_show_sizes_only_when_asked(db: Path) -> None:
     assert sized[0]["bytes"] > 0
     assert [{k: v for k, v in t.items() if k != "bytes"} for t in sized] == plain
     assert ttcli(db, "threads", "--bytes").stdout.splitlines()[0].split()[-1] == "bytes"
+
+
+def test_history_shows_the_sends_a_checkpoint_schedules(tmp_path: Path) -> None:
+    # Sends too big to be kept inline in the row: history reads them to say what runs next
+    class Fan(TypedDict):
+        items: list[str]
+        results: Annotated[list[str], operator.add]
+
+    builder = StateGraph(Fan)
+    builder.add_node("start", lambda state: {})
+    builder.add_node("work", lambda arg: {"results": [arg["item"].upper()]})
+    builder.add_edge(START, "start")
+    builder.add_conditional_edges(
+        "start", lambda state: [Send("work", {"item": i}) for i in state["items"]], ["work"]
+    )
+    with SqliteSaver.from_conn_string(tmp_path / "fan.db") as saver:
+        graph = builder.compile(checkpointer=saver)
+        config = {"configurable": {"thread_id": "fan"}}
+        graph.invoke({"items": ["a long item", "another one"], "results": []}, config)
+
+    history = data(ttcli(tmp_path / "fan.db", "history", "--thread", "fan", "--json"))
+
+    assert [c["next"] for c in history] == [[], ["work", "work"], ["start"], ["__start__"]]

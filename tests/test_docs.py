@@ -71,7 +71,10 @@ def test_demo_runs_the_time_travel_loop(tmp_path: Path) -> None:
     assert re.search(r"^order:123\s+-\s+9\s", out, flags=re.M)
 
 
-def test_readme_python_example_runs(capsys: pytest.CaptureFixture[str]) -> None:
+def test_readme_python_example_runs(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)  # the examples write their files here
     readme = (ROOT / "README.md").read_text()
     blocks = re.findall(r"```python\n(.*?)```", readme, flags=re.S)
     assert blocks, "README has no python example"

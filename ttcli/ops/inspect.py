@@ -40,7 +40,9 @@ def next_nodes(saved: CheckpointTuple) -> tuple[str, ...]:
         if channel not in values:
             continue  # no value: not a trigger now
         node = _triggered(channel, values[channel])
-        if node is not None and version > seen.get(node, {}).get(channel, 0):
+        # versions are ints (ttcli's runtime) or LangGraph's zero-padded strings
+        unseen = 0 if isinstance(version, int) else ""
+        if node is not None and version > seen.get(node, {}).get(channel, unseen):
             due.add(node)
     return (*sent, *sorted(due))
 

@@ -1,6 +1,7 @@
 """Graph TARGETs: `path/to/file.py:attr` or `package.module:attr` naming a graph to run.
 
-A TARGET may name a StateGraph, a compiled graph, or a function that returns either. Only
+A TARGET may name a StateGraph, a compiled graph, or a function that returns either, of
+ttcli or of LangGraph (run on LangGraph through `ttcli.langgraph`, the `langgraph` extra). Only
 commands that run a graph (run, update, replay, resume) load one; reading a file never does.
 """
 
@@ -12,7 +13,7 @@ import os
 import sys
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, is_typeddict
+from typing import Any, cast, is_typeddict
 
 from ttcli.errors import InputError, NotFoundError, TargetNotFoundError
 from ttcli.graph.builder import StateGraph
@@ -87,6 +88,8 @@ def compile_target(spec: str, saver: BaseSaver) -> CompiledStateGraph:
             raise TargetNotFoundError(
                 f"graph TARGET '{spec}': calling it raised {type(exc).__name__}: {exc}"
             ) from exc
+    if type(found).__module__.partition(".")[0] == "langgraph":
+        return _langgraph_target(found, saver)
     if isinstance(found, CompiledStateGraph):
         return found.builder.compile(
             saver,
@@ -125,11 +128,14 @@ def _refuse_lookalikes(spec: str, found: Any) -> None:
             f"graph TARGET '{spec}' is a state schema (a TypedDict), not a graph: name the "
             "StateGraph built on it, the compiled graph, or a function returning one"
         )
-    if type(found).__module__.split(".")[0] == "langgraph":
-        raise InputError(
-            f"graph TARGET '{spec}' is a LangGraph {type(found).__name__}: ttcli runs it "
-            f"with the LangGraph extra ({LANGGRAPH_EXTRA}), or port it by importing from ttcli"
-        )
+
+
+def _langgraph_target(found: Any, saver: BaseSaver) -> CompiledStateGraph:
+    """A LangGraph graph runs on LangGraph, storing through `ttcli.langgraph.TtcliSaver`;
+    what it returns offers what the command line uses of a compiled graph."""
+    from ttcli.langgraph.target import LangGraphTarget
+
+    return cast(CompiledStateGraph, LangGraphTarget(found, saver))
 
 
 def _load(spec: str) -> Any:
@@ -145,20 +151,20 @@ def _load(spec: str) -> Any:
             found = getattr(found, part)
     except TargetNotFoundError:
         raise
+    except ModuleNotFoundError as exc:
+        if (exc.name or "").partition(".")[0] in ("langgraph", "langchain_core"):
+            raise InputError(
+                f"graph TARGET '{spec}' needs LangGraph ({exc.name} is not installed): "
+                f"{LANGGRAPH_EXTRA}"
+            ) from exc
+        raise TargetNotFoundError(
+            f"graph TARGET '{spec}' does not import: {type(exc).__name__}: {exc}"
+        ) from exc
     except AttributeError:
         raise TargetNotFoundError(f"graph TARGET '{spec}': {module_name} has no {attr!r}") from None
     except SyntaxError as exc:  # the file is there: a mistake in it is not "not found"
         raise InputError(
             f"graph TARGET '{spec}': syntax error in {exc.filename}, line {exc.lineno}: {exc.msg}"
-        ) from None
-    except ModuleNotFoundError as exc:
-        if (exc.name or "").split(".")[0] not in ("langgraph", "langchain_core"):
-            raise TargetNotFoundError(
-                f"graph TARGET '{spec}' does not import: {type(exc).__name__}: {exc}"
-            ) from exc
-        raise TargetNotFoundError(
-            f"graph TARGET '{spec}' imports {exc.name}, which is not installed: a LangGraph "
-            f"graph runs with the LangGraph extra ({LANGGRAPH_EXTRA})"
         ) from None
     except Exception as exc:  # whatever the module raises while importing
         raise TargetNotFoundError(
