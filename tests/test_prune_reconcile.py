@@ -41,11 +41,13 @@ def expected(logs: list[Path]) -> tuple[dict[Key, tuple[str, str]], dict[Key, di
                 puts[record["thread"], record["put"]] = (record["checkpoint"], record["metadata"])
                 continue
             found = writes.setdefault((record["thread"], record["task_writes"]), {})
-            for position, (channel, value) in enumerate(record["writes"]):
+            position = 0  # among the task's normal writes, as `stored` counts them
+            for channel, value in record["writes"]:
                 if channel in WRITES_IDX_MAP:
                     found[record["task"], channel] = value
                 else:
                     found.setdefault((record["task"], position), value)
+                    position += 1
     return puts, writes
 
 

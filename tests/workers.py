@@ -114,7 +114,10 @@ class LoggingSaver(SqliteSaver):
         super().put_writes(config, writes, task_id, task_path)
         if self.record:
             ref = config["configurable"]
-            pairs = [[channel, canonical(value)] for channel, value in writes]
+            # what is stored, which may be another process's: a repeated normal write of a
+            # task is not stored again (the first stays, as in LangGraph)
+            stored = [w for w in self.get_writes(config) if w[0] == task_id]
+            pairs = [[channel, canonical(value)] for _, _, channel, value in stored]
             self._add(json.dumps({"task_writes": ref["checkpoint_id"], "thread": ref["thread_id"],
                                   "task": task_id, "writes": pairs}))  # fmt: skip
 

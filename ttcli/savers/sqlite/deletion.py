@@ -155,14 +155,9 @@ class Deletion(OnParts):
         self, conn: sqlite3.Connection, thread_key: int, doomed: set[bytes]
     ) -> set[int]:
         """Children that stay get a full state instead of a delta on a parent about to go,
-        and no longer hold the parent's pending writes (whose blobs are returned). A child
-        always sorts after its parent (invariant 1)."""
+        and no longer hold the parent's pending writes (whose blobs are returned)."""
         freed: set[int] = set()
-        for child, stored_parent, moved in conn.execute(
-            "SELECT checkpoint_id, parent_id, parent_writes FROM checkpoints "
-            "WHERE thread_key = ? AND checkpoint_id > ? AND parent_id IS NOT NULL",
-            (thread_key, min(doomed)),
-        ).fetchall():
+        for child, stored_parent, moved in _children(conn, thread_key, doomed):
             if unpack_parent(child, stored_parent) in doomed and child not in doomed:
                 state = self.states.resolve(conn, thread_key, child)
                 assert state is not None
@@ -230,6 +225,40 @@ class Deletion(OnParts):
             ).fetchone()
             self.deleted_bytes += int(size)
             conn.execute(f"DELETE FROM blobs WHERE blob_key IN ({marks})", chunk)
+
+
+_ROW = "SELECT checkpoint_id, parent_id, parent_writes FROM checkpoints"
+
+
+def _children(
+    conn: sqlite3.Connection, thread_key: int, parents: set[bytes]
+) -> list[tuple[bytes, bytes | None, bytes | None]]:
+    """The rows that may be children of `parents`: a child is the row right after its
+    parent (invariant 1: it sorts after it) or recorded in `branches`. A page of a prune is
+    one id range, read in one go; scattered ids are looked up one by one, so that deleting
+    a few checkpoints of a long thread never reads the rest of it."""
+    low, high = min(parents), max(parents)
+    cap = 2 * len(parents) + 1
+    found = conn.execute(
+        f"{_ROW} WHERE thread_key = ? AND checkpoint_id > ? AND checkpoint_id <= ? LIMIT ?",
+        (thread_key, low, high, cap),
+    ).fetchall()
+    after = high if len(found) < cap else None  # the range was read whole
+    nexts = [after] if after is not None else sorted(parents)
+    if after is None:
+        found = []
+    for parent in nexts:
+        found += conn.execute(
+            f"{_ROW} WHERE thread_key = ? AND checkpoint_id > ? ORDER BY checkpoint_id LIMIT 1",
+            (thread_key, parent),
+        ).fetchall()
+    for chunk in chunks(sorted(parents)):
+        found += conn.execute(
+            f"{_ROW} WHERE thread_key = ? AND checkpoint_id IN (SELECT checkpoint_id FROM "
+            f"branches WHERE thread_key = ? AND parent_id IN ({','.join('?' * len(chunk))}))",
+            [thread_key, thread_key, *chunk],
+        ).fetchall()
+    return list({row[0]: row for row in found}.values())
 
 
 def _has_rows(conn: sqlite3.Connection, thread_key: int) -> bool:
