@@ -22,6 +22,9 @@ from ttcli.savers.sqlite.ids import id_bytes, id_text
 from ttcli.savers.sqlite.params import chunks
 from ttcli.uuid6 import id_micros
 
+#: sorts above every 16-byte checkpoint id (an open upper bound as a plain value)
+_ABOVE_ALL = b"\xff" * 17
+
 
 class Rows:
     """Looks up threads and checkpoint rows."""
@@ -111,15 +114,16 @@ class Rows:
         limit: int | None,
     ) -> list[str]:
         """Ids newest first, below `below` and from `since` on, at most `limit`."""
+        # plain bounds (never `:below IS NULL OR ...`), so that the primary key's range is
+        # read and nothing above or below it
         rows = conn.execute(
             "SELECT checkpoint_id FROM checkpoints WHERE thread_key = :thread_key "
-            "AND (:below IS NULL OR checkpoint_id < :below) "
-            "AND (:since IS NULL OR checkpoint_id >= :since) "
+            "AND checkpoint_id < :below AND checkpoint_id >= :since "
             "ORDER BY checkpoint_id DESC LIMIT :limit",
             {
                 "thread_key": self.thread_key(conn, ref),
-                "below": below,
-                "since": since,
+                "below": _ABOVE_ALL if below is None else below,
+                "since": b"" if since is None else since,
                 "limit": -1 if limit is None else limit,
             },
         ).fetchall()
@@ -128,8 +132,11 @@ class Rows:
     def count(self, conn: sqlite3.Connection, ref: CheckpointRef, below: bytes | None) -> int:
         (count,) = conn.execute(
             "SELECT count(*) FROM checkpoints WHERE thread_key = :thread_key "
-            "AND (:below IS NULL OR checkpoint_id < :below)",
-            {"thread_key": self.thread_key(conn, ref), "below": below},
+            "AND checkpoint_id < :below",
+            {
+                "thread_key": self.thread_key(conn, ref),
+                "below": _ABOVE_ALL if below is None else below,
+            },
         ).fetchone()
         return int(count)
 
