@@ -24,13 +24,12 @@ what a file can break, and the contract suite checks every saver):
 
 from __future__ import annotations
 
-import asyncio
 import bisect
 import builtins
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
-from typing import Any, NamedTuple, TypedDict
+from typing import Any, NamedTuple, TypedDict, TypeVar
 
 from ttcli.configs import CheckpointRef, RunnableConfig
 from ttcli.errors import ConfigError
@@ -47,6 +46,8 @@ NOT_LOADED: Any = type("NotLoaded", (), {"__repr__": lambda self: "NOT_LOADED"})
 PendingWrite = tuple[str, str, Any]
 #: A pending write with the path of its task: (task_id, task_path, channel, value).
 TaskWrite = tuple[str, str, str, Any]
+
+T = TypeVar("T")
 
 
 class Checkpoint(TypedDict):
@@ -322,7 +323,7 @@ class BaseSaver(ABC):
     # async backend overrides them.
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
-        return await asyncio.to_thread(self.get_tuple, config)
+        return await _in_thread(self.get_tuple, config)
 
     async def alist(
         self, config: RunnableConfig | None, **options: Any
@@ -330,17 +331,17 @@ class BaseSaver(ABC):
         def page() -> builtins.list[CheckpointTuple]:
             return builtins.list(self.list(config, **options))
 
-        for found in await asyncio.to_thread(page):
+        for found in await _in_thread(page):
             yield found
 
     async def aput(self, *args: Any, **kwargs: Any) -> RunnableConfig:
-        return await asyncio.to_thread(self.put, *args, **kwargs)
+        return await _in_thread(self.put, *args, **kwargs)
 
     async def aput_writes(self, *args: Any, **kwargs: Any) -> None:
-        await asyncio.to_thread(self.put_writes, *args, **kwargs)
+        await _in_thread(self.put_writes, *args, **kwargs)
 
     async def adelete_thread(self, thread_id: str) -> None:
-        await asyncio.to_thread(self.delete_thread, thread_id)
+        await _in_thread(self.delete_thread, thread_id)
 
     def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         """Copy every checkpoint of a thread (all namespaces), with ids, metadata, parents and
@@ -375,3 +376,11 @@ class BaseSaver(ABC):
 RESUME = "__resume__"
 #: Fixed indices of special write channels, as LangGraph numbers them.
 WRITES_IDX_MAP = {"__error__": -1, "__scheduled__": -2, "__interrupt__": -3, RESUME: -4}
+
+
+async def _in_thread(function: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """`asyncio.to_thread`, imported when first used: asyncio costs every command-line start
+    ~20 ms, and only async callers need it."""
+    import asyncio
+
+    return await asyncio.to_thread(function, *args, **kwargs)
