@@ -39,10 +39,14 @@ def _timestamp(checkpoint_id: str) -> int:
     """The 60-bit UUIDv6 timestamp of an id, so that an id made one tick later sorts after
     it; for a UUID of another version (v1, v4, v7...), the largest timestamp whose ids do
     not sort after it (0 for an id that is not a UUID)."""
-    try:
-        raw = uuid.UUID(checkpoint_id).int
-    except (TypeError, ValueError, AttributeError):
-        return 0
+    canonical = canonical_bytes(checkpoint_id)
+    if canonical is not None:  # the runtime's own ids: no UUID object to build
+        raw = int.from_bytes(canonical, "big")
+    else:
+        try:
+            raw = uuid.UUID(checkpoint_id).int
+        except (TypeError, ValueError, AttributeError):
+            return 0
     if (raw >> 76) & 0xF == 6:
         return _timestamp_of(raw)
     # the next id's first 48 bits are then larger than this one's (the clock's last tick at most)

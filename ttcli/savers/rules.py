@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from ttcli.configs import CheckpointRef
 from ttcli.errors import AnswerConflictError, ConfigError, InvalidFilterError, SerializationError
+from ttcli.uuid6 import canonical_bytes
 
 if TYPE_CHECKING:
     from ttcli.savers.base import BaseSaver, CheckpointTuple, TaskWrite
@@ -47,7 +48,15 @@ def metadata_matches(metadata: Mapping[str, Any], filter_: Mapping[str, Any]) ->
 
 def check_child_id(checkpoint_id: str, parent_id: str | None) -> None:
     """Invariant 1: within a thread a child's id sorts after its parent's."""
-    if parent_id is not None and not _sort_key(checkpoint_id) > _sort_key(parent_id):
+    if parent_id is None or (
+        # the runtime's own ids (canonical text) sort as their bytes do: no parsing
+        len(checkpoint_id) == len(parent_id) == 36
+        and checkpoint_id > parent_id
+        and checkpoint_id == checkpoint_id.lower()
+        and parent_id == parent_id.lower()
+    ):
+        return
+    if not _sort_key(checkpoint_id) > _sort_key(parent_id):
         raise ConfigError(
             f"checkpoint {checkpoint_id} must sort after its parent {parent_id}: make its id "
             "with ttcli.uuid6.new_id(step, after=parent_id)"
@@ -75,6 +84,9 @@ def checkpoint_time(ts: str) -> datetime:
 def _sort_key(checkpoint_id: str) -> tuple[int, str]:
     """How an id sorts where it is stored: a UUID in any spelling (braces, upper case,
     `urn:uuid:`, no dashes) by its 16 bytes, as SQLite keeps it; anything else as text."""
+    canonical = canonical_bytes(checkpoint_id) if isinstance(checkpoint_id, str) else None
+    if canonical is not None:  # the runtime's own ids: no UUID object to build
+        return int.from_bytes(canonical, "big"), ""
     try:
         return uuid.UUID(checkpoint_id).int, ""
     except (TypeError, ValueError, AttributeError):

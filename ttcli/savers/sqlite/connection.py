@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NoReturn
 
 from ttcli.errors import StorageError
 from ttcli.savers.sqlite.errors import storage_error
@@ -121,9 +122,12 @@ class Connection:
         """One immediate write transaction: all of it commits, or none of it. Inside a batch,
         held writes are written first unless the caller takes them (`keep_held`)."""
         with self.lock:
-            if self.depth:
-                with self._in_batch(flush=not keep_held, writing=True) as conn:
+            if self.depth:  # a statement of the batch's transaction
+                conn = self._in_batch(flush=not keep_held, writing=True)
+                try:
                     yield conn
+                except BaseException as exc:
+                    self._batch_failed(exc, writing=True)
                 return
             if self.readonly:
                 raise StorageError(
@@ -150,8 +154,11 @@ class Connection:
         """A read transaction: one consistent snapshot while other processes write."""
         with self.lock:
             if self.depth:  # reads inside a batch see its writes
-                with self._in_batch(flush=True, writing=False) as conn:
+                conn = self._in_batch(flush=True, writing=False)
+                try:
                     yield conn
+                except BaseException as exc:
+                    self._batch_failed(exc, writing=False)
                 return
             try:
                 self.conn.execute("BEGIN")
@@ -163,25 +170,28 @@ class Connection:
                 if self.conn.in_transaction:
                     self.conn.execute("COMMIT")
 
-    @contextmanager
-    def _in_batch(self, *, flush: bool, writing: bool) -> Iterator[sqlite3.Connection]:
-        """A statement of the batch's transaction; after a failed write (SQLite itself may
-        have rolled back) nothing more of the batch runs: on its own, each would commit."""
+    def _in_batch(self, *, flush: bool, writing: bool) -> sqlite3.Connection:
+        """The batch's connection for one more statement; after a failed write (SQLite itself
+        may have rolled back) nothing more of the batch runs: on its own, each would commit.
+        (A plain call, not a context manager: it runs for every statement of a superstep.)"""
         if self.facts.failed or not self.conn.in_transaction:
             self.facts.failed = self.facts.failed or writing
             raise StorageError(
                 f"an earlier write to {self.path} in this batch failed: nothing of the batch "
                 "is stored"
             )
-        try:
-            if flush:
+        if flush:
+            try:
                 self.flush(self.conn)
-            yield self.conn
-        except BaseException as exc:
-            self.facts.failed = self.facts.failed or writing
-            if isinstance(exc, sqlite3.Error):
-                raise storage_error(exc, self.path) from None
-            raise
+            except BaseException as exc:
+                self._batch_failed(exc, writing=writing)
+        return self.conn
+
+    def _batch_failed(self, exc: BaseException, *, writing: bool) -> NoReturn:
+        self.facts.failed = self.facts.failed or writing
+        if isinstance(exc, sqlite3.Error):
+            raise storage_error(exc, self.path) from None
+        raise exc
 
     def notice_others(self) -> None:
         """Tell the parts if another connection changed the file since they last looked: it
