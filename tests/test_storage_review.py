@@ -19,7 +19,7 @@ from tests import graphs
 from tests.clitools import ROOT, data, dump, ttcli
 from tests.test_concurrency import start
 from tests.test_crash import integrity
-from tests.test_invariants import API
+from tests.test_invariants import API, COUNTER
 from tests.test_prune_reconcile import RUNS, expected, stored
 from tests.test_saver_contract import config, make_checkpoint, put_one
 from ttcli.errors import ConfigError, SerializationError
@@ -172,7 +172,7 @@ def test_a_thread_prefix_ending_in_an_edge_character_lists_and_prunes(
 ) -> None:
     """`--prefix` is matched as a range of thread ids: its upper end must exist for every
     prefix (not a lone surrogate or a character past U+10FFFF: exit 1, "a bug in ttcli")."""
-    (tmp_path / "tiny.py").write_text(TINY)
+    (tmp_path / "tiny.py").write_text(COUNTER)
     db = tmp_path / "t.db"
     names = [f"q{last}1", f"q{last}{last}", "q", "r"]
     for name in names:
@@ -184,22 +184,6 @@ def test_a_thread_prefix_ending_in_an_edge_character_lists_and_prunes(
                    "--yes")  # fmt: skip
     assert pruned.exit_code == 0, pruned.stderr
     assert sorted(t["thread_id"] for t in data(ttcli(db, "threads", "--json"))) == ["q", "r"]
-
-
-TINY = textwrap.dedent(
-    """
-    from typing import TypedDict
-    from ttcli import StateGraph, START, END
-
-    class S(TypedDict):
-        n: int
-
-    builder = StateGraph(S)
-    builder.add_node("inc", lambda s: {"n": s["n"] + 1})
-    builder.add_edge(START, "inc")
-    builder.add_edge("inc", END)
-    """
-)
 
 
 def test_fork_to_thread_while_a_prune_archives_the_source_copies_writes_as_stored(
@@ -277,7 +261,7 @@ def test_a_thread_id_that_is_not_utf8_is_a_usage_error(tmp_path: Path, args: lis
     """A thread id from a shell in another encoding (`-t $'\\xff'` reaches Python as a lone
     surrogate) cannot be stored as SQLite text: one line, exit 2, the file unchanged (it was
     exit 1, "unexpected UnicodeEncodeError ... a bug in ttcli")."""
-    (tmp_path / "tiny.py").write_text(TINY)
+    (tmp_path / "tiny.py").write_text(COUNTER)
     db = tmp_path / "t.db"
     assert ttcli(db, "run", f"{tmp_path}/tiny.py:builder", "-t", "ok", "--input",
                  '{"n": 0}').exit_code == 0  # fmt: skip
