@@ -639,3 +639,38 @@ def test_a_checkpoint_whose_parent_another_process_pruned_is_stored_readable(
         expected = graph.get_state(fork).values
     with SqliteSaver.from_conn_string(db_path) as reader:
         assert builder.compile(checkpointer=reader).get_state(fork).values == expected
+
+
+def test_what_one_connection_knows_of_a_thread_is_dropped_when_another_writes(
+    db_path: Path,
+) -> None:
+    """A saver remembers thread keys and latest ids between its batches; another process's
+    delete and new threads (which may take the freed key) are noticed before any use."""
+    from tests.test_saver_contract import config, make_checkpoint
+
+    def put_in(saver: SqliteSaver, thread: str, parent: str | None, step: int) -> str:
+        checkpoint = make_checkpoint(step, n=step)
+        with saver.batch():
+            saver.put(config(thread, parent), checkpoint, {"source": "loop", "step": step}, {})
+        return checkpoint["id"]
+
+    with (
+        SqliteSaver.from_conn_string(db_path) as app,
+        SqliteSaver.from_conn_string(db_path) as other,
+    ):
+        first = put_in(app, "t", None, 0)
+        second = put_in(app, "t", first, 1)
+        other.delete_thread("t")
+        elsewhere = put_in(other, "u", None, 5)  # may take t's freed thread key
+        third = put_in(app, "t", second, 2)
+        unparented = make_checkpoint(3, n=3)
+        app.put(config("t", third), unparented, {"source": "loop", "step": 3}, {})  # no batch
+        fourth = put_in(app, "t", unparented["id"], 4)
+        assert [t.checkpoint["id"] for t in other.list(config("t"))] == [
+            fourth,
+            unparented["id"],
+            third,
+        ]
+        assert [t.checkpoint["id"] for t in app.list(config("u"))] == [elsewhere]
+        assert app.get_tuple(config("t")).checkpoint["channel_values"] == {"n": 4}  # type: ignore[union-attr]
+        assert app.integrity_problems() == [] == other.integrity_problems()

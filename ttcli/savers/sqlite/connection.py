@@ -28,8 +28,8 @@ Hook = Callable[[], None]
 
 @dataclass
 class BatchFacts:
-    """What a batch's transaction learned: it holds the write lock, so no other process can
-    change it until the batch ends."""
+    """What write transactions learned about the file: kept while this connection is the
+    only one to write it (`notice_others` drops them when another did; a rollback too)."""
 
     threads: dict[tuple[str, str], int] = field(default_factory=dict)
     latest: dict[int, bytes | None] = field(default_factory=dict)
@@ -114,7 +114,9 @@ class Connection:
             finally:
                 self.depth -= 1
                 if not self.depth:
-                    self.facts = BatchFacts()
+                    # thread keys and latest ids stay known while no other connection
+                    # writes (see notice_others): the next superstep asks SQLite for neither
+                    self.facts.failed = False
                     _call(self.on_batch_end)
 
     @contextmanager
@@ -200,11 +202,18 @@ class Connection:
         (version,) = self.conn.execute("PRAGMA data_version").fetchone()
         if version != self._data_version:
             self._data_version = version
+            self.facts.threads.clear()
+            self.facts.latest.clear()
             _call(self.on_other_writer)
 
     def forget(self) -> None:
         """Drop what the parts cached (after a rollback, or rows deleted)."""
         _call(self.on_rollback)
+        self.forget_rows()
+
+    def forget_rows(self) -> None:
+        """Drop the thread keys and latest ids known (rows were written behind the parts'
+        back: an archive copy inserts stored rows as they are)."""
         self.facts.threads.clear()
         self.facts.latest.clear()
 

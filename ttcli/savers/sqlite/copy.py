@@ -90,6 +90,7 @@ class RowCopy:
                     page = Page(self, sconn, tconn, source_key, target_key, below)
                     copied += page.copy(rows, last)
                     unchecked = PageCheck(page).check(rows, unchecked)
+                self.target.connection.forget_rows()
             self.forget_old_blobs()
             if last:
                 return copied

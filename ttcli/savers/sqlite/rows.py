@@ -61,9 +61,9 @@ class Rows:
         return latest  # type: ignore[no-any-return]
 
     def stored(self, thread_key: int, checkpoint_id: bytes) -> None:
-        """A row was inserted in this batch: it may be the thread's new latest."""
+        """A row was inserted: it may be the thread's new latest."""
         facts = self.connection.facts.latest
-        if self.connection.in_batch and thread_key in facts:
+        if thread_key in facts:  # known, from this or an earlier batch: keep it right
             latest = facts[thread_key]
             if latest is None or checkpoint_id > latest:
                 facts[thread_key] = checkpoint_id
