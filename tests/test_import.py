@@ -3,12 +3,16 @@ a ttcli database without importing anything it names."""
 
 from __future__ import annotations
 
+import dataclasses
+import datetime
 import operator
 import sqlite3
+import uuid
 from pathlib import Path
 from typing import Annotated, Any, TypedDict
 
 import ormsgpack
+import pydantic
 import pytest
 
 from tests.clitools import data, ttcli
@@ -234,3 +238,56 @@ def test_a_file_that_is_not_a_langgraph_file(tmp_path: Path) -> None:
     assert result.exit_code == 6 and "not a LangGraph" in result.stderr
     missing = ttcli(tmp_path / "ttcli.db", "import", str(tmp_path / "missing.sqlite"))
     assert missing.exit_code == 3
+
+
+@dataclasses.dataclass
+class Order:
+    number: int
+    note: str
+
+
+class Customer(pydantic.BaseModel):
+    name: str
+    vip: bool = False
+
+
+class Rich(TypedDict):
+    order: Any
+    customer: Any
+    at: Any
+    key: Any
+    tags: Any
+
+
+def test_classes_become_inert_data_and_standard_types_are_rebuilt(tmp_path: Path) -> None:
+    path = tmp_path / "langgraph.sqlite"
+    at = datetime.datetime(2026, 12, 1, 6, 0, tzinfo=datetime.UTC)
+    key = uuid.UUID("12345678-1234-5678-1234-567812345678")
+    builder = StateGraph(Rich)
+    builder.add_node("fill", lambda state: {"order": Order(7, "broke"), "tags": {"a"}})
+    builder.add_edge(START, "fill")
+    with SqliteSaver.from_conn_string(str(path)) as saver:
+        graph = builder.compile(checkpointer=saver)
+        start: Any = {"customer": Customer(name="Ada"), "at": at, "key": key}
+        graph.invoke(start, _cfg("rich"))
+    target = tmp_path / "ttcli.db"
+    assert ttcli(target, "import", str(path)).exit_code == 0
+    values = data(ttcli(target, "--json", "show", "latest", "--thread", "rich"))["values"]
+    assert values["order"] == {"$type": f"{__name__}.Order", "data": {"number": 7, "note": "broke"}}
+    assert values["customer"]["$type"] == f"{__name__}.Customer"
+    assert values["customer"]["data"] == {"name": "Ada", "vip": False}
+    assert values["at"] == at.isoformat()
+    assert values["key"] == str(key)
+    assert values["tags"] == ["a"]
+    assert ttcli(target, "verify").exit_code == 0
+
+
+def test_a_pickled_value_is_not_read(langgraph_file: Path, tmp_path: Path) -> None:
+    conn = sqlite3.connect(langgraph_file)
+    with conn:
+        conn.execute("UPDATE checkpoints SET type = 'pickle' WHERE thread_id = 'fan'")
+    conn.close()
+    result = ttcli(tmp_path / "ttcli.db", "import", str(langgraph_file))
+    assert result.exit_code == 6 and "'pickle'" in result.stderr
+    threads = {t["thread_id"] for t in data(ttcli(tmp_path / "ttcli.db", "--json", "threads"))}
+    assert "fan" not in threads and "chat" in threads
