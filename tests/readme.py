@@ -63,6 +63,9 @@ def folder(tmp: Path) -> dict[str, str]:
     """A fresh folder with the fixtures, as after a checkout; the environment to run in."""
     shutil.copytree(ROOT / "fixtures", tmp / "fixtures")
     env = {k: v for k, v in os.environ.items() if not k.startswith("TTCLI_")}
+    # the LangGraph file `ttcli import` reads is written here, as the README says (no
+    # binary database is kept in the repository)
+    subprocess.run([sys.executable, "-m", "fixtures.langgraph_chat"], cwd=tmp, check=True, env=env)
     return {**env, "PYTHONPATH": str(ROOT), "NO_COLOR": "1"}
 
 

@@ -85,6 +85,7 @@ COMMANDS = {
     "tree": "read",
     "prune": "prune",
     "verify": "read",
+    "import": "imports",
 }
 
 
@@ -99,7 +100,9 @@ class TtcliGroup(click.Group):
         module = COMMANDS.get(cmd_name)
         if module is None:
             return None
-        found = getattr(importlib.import_module(f"ttcli.cli.{module}"), cmd_name.replace("-", "_"))
+        loaded = importlib.import_module(f"ttcli.cli.{module}")
+        name = cmd_name.replace("-", "_")
+        found = getattr(loaded, name, None) or getattr(loaded, f"{name}_")  # import_
         assert isinstance(found, click.Command)
         return found
 

@@ -1,0 +1,293 @@
+"""`ttcli import`: a LangGraph SqliteSaver file, written by real LangGraph graphs, copied into
+a ttcli database without importing anything it names."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import operator
+import sqlite3
+import uuid
+from pathlib import Path
+from typing import Annotated, Any, TypedDict
+
+import ormsgpack
+import pydantic
+import pytest
+
+from tests.clitools import data, ttcli
+
+pytest.importorskip("langgraph.checkpoint.sqlite")
+
+from langchain_core.messages import AIMessage, BaseMessage  # noqa: E402
+from langgraph.checkpoint.sqlite import SqliteSaver  # noqa: E402
+from langgraph.graph import END, START, MessagesState, StateGraph  # noqa: E402
+from langgraph.types import Command, Send, interrupt  # noqa: E402
+
+
+class Fan(TypedDict):
+    items: list[int]
+    squares: Annotated[list[int], operator.add]
+
+
+def _chat(saver: SqliteSaver) -> Any:
+    def bot(state: MessagesState) -> dict[str, Any]:
+        return {"messages": [AIMessage(f"echo: {state['messages'][-1].content}")]}
+
+    builder = StateGraph(MessagesState)
+    builder.add_node("bot", bot)
+    builder.add_edge(START, "bot")
+    builder.add_edge("bot", END)
+    return builder.compile(checkpointer=saver)
+
+
+def _review(saver: SqliteSaver) -> Any:
+    def review(state: MessagesState) -> dict[str, Any]:
+        answer = interrupt({"question": "approve?"})
+        return {"messages": [AIMessage(f"reviewer said {answer}")]}
+
+    inner = StateGraph(MessagesState)
+    inner.add_node("review", review)
+    inner.add_edge(START, "review")
+    outer = StateGraph(MessagesState)
+    outer.add_node("sub", inner.compile())
+    outer.add_edge(START, "sub")
+    outer.add_edge("sub", END)
+    return outer.compile(checkpointer=saver)
+
+
+def _fan(saver: SqliteSaver) -> Any:
+    builder = StateGraph(Fan)
+    builder.add_node("square", lambda arg: {"squares": [arg["n"] ** 2]})
+    builder.add_node("start", lambda state: {})
+    builder.add_edge(START, "start")
+    builder.add_conditional_edges(
+        "start", lambda state: [Send("square", {"n": n}) for n in state["items"]], ["square"]
+    )
+    builder.add_edge("square", END)
+    return builder.compile(checkpointer=saver)
+
+
+def _cfg(thread: str) -> Any:
+    return {"configurable": {"thread_id": thread}}
+
+
+@pytest.fixture
+def langgraph_file(tmp_path: Path) -> Path:
+    path = tmp_path / "langgraph.sqlite"
+    with SqliteSaver.from_conn_string(str(path)) as saver:
+        chat = _chat(saver)
+        chat.invoke({"messages": [("user", "hi")]}, _cfg("chat"))
+        chat.invoke({"messages": [("user", "refund order 7")]}, _cfg("chat"))
+        review = _review(saver)
+        review.invoke({"messages": [("user", "order 7 broke")]}, _cfg("review"))
+        review.invoke(Command(resume="yes"), _cfg("review"))
+        review.invoke({"messages": [("user", "order 8 broke")]}, _cfg("paused"))
+        _fan(saver).invoke({"items": [1, 2, 3], "squares": []}, _cfg("fan"))
+    return path
+
+
+def _plain(value: Any) -> Any:
+    """A LangGraph value as the CLI's JSON shows it (messages by type, content and id)."""
+    if isinstance(value, BaseMessage):
+        return {"type": value.type, "content": value.content, "id": value.id}
+    if isinstance(value, dict):
+        return {key: _plain(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(item) for item in value]
+    return value
+
+
+def _shown(value: Any) -> Any:
+    if isinstance(value, dict) and {"type", "content", "id"} <= set(value):
+        return {key: value[key] for key in ("type", "content", "id")}
+    if isinstance(value, dict):
+        return {key: _shown(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_shown(item) for item in value]
+    return value
+
+
+def test_import_copies_every_thread_as_langgraph_reads_it(
+    langgraph_file: Path, tmp_path: Path
+) -> None:
+    target = tmp_path / "ttcli.db"
+    before = langgraph_file.read_bytes()
+    result = ttcli(target, "import", str(langgraph_file))
+    assert result.exit_code == 0, result.stderr
+    # the LangGraph file is only read: same bytes, no journal left beside it
+    assert langgraph_file.read_bytes() == before
+    assert list(tmp_path.glob("langgraph.sqlite*")) == [langgraph_file]
+    assert result.stdout.startswith("imported 4 threads (6 namespaces), ")
+    threads = {
+        (t["thread_id"], t["checkpoint_ns"]) for t in data(ttcli(target, "--json", "threads"))
+    }
+    assert {("chat", ""), ("review", ""), ("paused", ""), ("fan", "")} <= threads
+    assert any(thread == "paused" and ns.startswith("sub:") for thread, ns in threads)
+    with SqliteSaver.from_conn_string(str(langgraph_file)) as saver:
+        for thread, graph in [("chat", _chat), ("review", _review), ("fan", _fan)]:
+            expected = list(graph(saver).get_state_history(_cfg(thread)))
+            history = data(ttcli(target, "--json", "history", "--thread", thread))
+            assert [h["checkpoint_id"] for h in history] == [
+                s.config["configurable"]["checkpoint_id"] for s in expected
+            ]
+            for state in expected:
+                ref = state.config["configurable"]["checkpoint_id"]
+                shown = data(ttcli(target, "--json", "show", ref, "--thread", thread))
+                values = _shown(shown["values"])
+                # LangGraph fills a list channel never written with its empty default
+                wanted = {k: v for k, v in _plain(state.values).items() if v != [] or k in values}
+                assert values == wanted
+                parent = state.parent_config
+                assert shown["parent_checkpoint_id"] == (
+                    parent and parent["configurable"]["checkpoint_id"]
+                )
+                assert tuple(shown["next"]) == state.next
+                assert shown["step"] == state.metadata["step"]
+    verified = ttcli(target, "verify")
+    assert verified.exit_code == 0, verified.stdout + verified.stderr
+
+
+def test_import_keeps_interrupts_sends_and_pending_writes(
+    langgraph_file: Path, tmp_path: Path
+) -> None:
+    target = tmp_path / "ttcli.db"
+    assert ttcli(target, "import", str(langgraph_file)).exit_code == 0
+    paused = data(ttcli(target, "--json", "show", "latest", "--thread", "paused"))
+    assert "approve?" in str(paused)
+    fan = data(ttcli(target, "--json", "history", "--thread", "fan"))
+    shown = [data(ttcli(target, "--json", "show", h["checkpoint_id"], "--thread", "fan"))
+             for h in fan]  # fmt: skip
+    assert "square" in str(shown)
+    assert data(ttcli(target, "--json", "show", "latest", "--thread", "fan"))["values"][
+        "squares"
+    ] == [1, 4, 9]
+
+
+def test_a_thread_already_there_is_refused(langgraph_file: Path, tmp_path: Path) -> None:
+    target = tmp_path / "ttcli.db"
+    assert ttcli(target, "import", str(langgraph_file)).exit_code == 0
+    again = ttcli(target, "import", str(langgraph_file))
+    assert again.exit_code == 2
+    assert again.stderr.count("\n") == 1 and "already" in again.stderr
+
+
+def _forge(path: Path, thread: str, blob: bytes) -> None:
+    """A copy of the chat thread under another id whose newest checkpoint holds `blob`."""
+    conn = sqlite3.connect(path)
+    with conn:
+        rows = conn.execute(
+            "SELECT checkpoint_ns, checkpoint_id, parent_checkpoint_id, type, checkpoint, "
+            "metadata FROM checkpoints WHERE thread_id = 'chat' ORDER BY checkpoint_id"
+        ).fetchall()
+        for ns, cid, parent, kind, checkpoint, metadata in rows:
+            conn.execute(
+                "INSERT INTO checkpoints VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (thread, ns, cid, parent, kind, checkpoint, metadata),
+            )
+        conn.execute(
+            "INSERT INTO writes VALUES (?, '', ?, 'task', '', 0, 'messages', 'msgpack', ?)",
+            (thread, rows[-1][1], blob),
+        )
+    conn.close()
+
+
+def _ext(code: int, payload: Any) -> bytes:
+    return ormsgpack.packb(ormsgpack.Ext(code, ormsgpack.packb(payload)))
+
+
+def test_a_name_in_the_file_is_never_imported(
+    langgraph_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    touched = tmp_path / "imported"
+    (tmp_path / "sentinel_import.py").write_text(f"open({str(touched)!r}, 'w').close()\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    blobs = [
+        _ext(5, ["sentinel_import", "Model", {"x": 1}, "model_validate_json"]),
+        _ext(2, ["sentinel_import", "Data", {"x": 1}]),
+        _ext(0, ["sentinel_import", "Thing", 1]),
+        _ext(3, ["sentinel_import", "Thing", "x", "fromisoformat"]),
+    ]
+    for number, blob in enumerate(blobs):
+        _forge(langgraph_file, f"forged{number}", blob)
+    target = tmp_path / "ttcli.db"
+    assert ttcli(target, "import", str(langgraph_file)).exit_code == 0
+    assert not touched.exists()
+    shown = data(ttcli(target, "--json", "show", "latest", "--thread", "forged0"))
+    assert "sentinel_import.Model" in str(shown)
+    assert not touched.exists()
+
+
+@pytest.mark.parametrize("blob", [b"\xc1\xc1", _ext(42, ["x", "y", 1]), _ext(5, "not a tuple")])
+def test_a_corrupt_blob_stops_the_import_without_half_a_thread(
+    langgraph_file: Path, tmp_path: Path, blob: bytes
+) -> None:
+    _forge(langgraph_file, "zz-broken", blob)
+    target = tmp_path / "ttcli.db"
+    result = ttcli(target, "import", str(langgraph_file))
+    assert result.exit_code == 6
+    assert result.stderr.count("\n") == 1 and "zz-broken" in result.stderr
+    threads = {t["thread_id"] for t in data(ttcli(target, "--json", "threads"))}
+    assert "zz-broken" not in threads and "chat" in threads
+
+
+def test_a_file_that_is_not_a_langgraph_file(tmp_path: Path) -> None:
+    other = tmp_path / "other.sqlite"
+    sqlite3.connect(other).execute("CREATE TABLE t (x)").connection.close()
+    result = ttcli(tmp_path / "ttcli.db", "import", str(other))
+    assert result.exit_code == 6 and "not a LangGraph" in result.stderr
+    missing = ttcli(tmp_path / "ttcli.db", "import", str(tmp_path / "missing.sqlite"))
+    assert missing.exit_code == 3
+
+
+@dataclasses.dataclass
+class Order:
+    number: int
+    note: str
+
+
+class Customer(pydantic.BaseModel):
+    name: str
+    vip: bool = False
+
+
+class Rich(TypedDict):
+    order: Any
+    customer: Any
+    at: Any
+    key: Any
+    tags: Any
+
+
+def test_classes_become_inert_data_and_standard_types_are_rebuilt(tmp_path: Path) -> None:
+    path = tmp_path / "langgraph.sqlite"
+    at = datetime.datetime(2026, 12, 1, 6, 0, tzinfo=datetime.UTC)
+    key = uuid.UUID("12345678-1234-5678-1234-567812345678")
+    builder = StateGraph(Rich)
+    builder.add_node("fill", lambda state: {"order": Order(7, "broke"), "tags": {"a"}})
+    builder.add_edge(START, "fill")
+    with SqliteSaver.from_conn_string(str(path)) as saver:
+        graph = builder.compile(checkpointer=saver)
+        start: Any = {"customer": Customer(name="Ada"), "at": at, "key": key}
+        graph.invoke(start, _cfg("rich"))
+    target = tmp_path / "ttcli.db"
+    assert ttcli(target, "import", str(path)).exit_code == 0
+    values = data(ttcli(target, "--json", "show", "latest", "--thread", "rich"))["values"]
+    assert values["order"] == {"$type": f"{__name__}.Order", "data": {"number": 7, "note": "broke"}}
+    assert values["customer"]["$type"] == f"{__name__}.Customer"
+    assert values["customer"]["data"] == {"name": "Ada", "vip": False}
+    assert values["at"] == at.isoformat()
+    assert values["key"] == str(key)
+    assert values["tags"] == ["a"]
+    assert ttcli(target, "verify").exit_code == 0
+
+
+def test_a_pickled_value_is_not_read(langgraph_file: Path, tmp_path: Path) -> None:
+    conn = sqlite3.connect(langgraph_file)
+    with conn:
+        conn.execute("UPDATE checkpoints SET type = 'pickle' WHERE thread_id = 'fan'")
+    conn.close()
+    result = ttcli(tmp_path / "ttcli.db", "import", str(langgraph_file))
+    assert result.exit_code == 6 and "'pickle'" in result.stderr
+    threads = {t["thread_id"] for t in data(ttcli(tmp_path / "ttcli.db", "--json", "threads"))}
+    assert "fan" not in threads and "chat" in threads

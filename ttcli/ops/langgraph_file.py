@@ -1,0 +1,277 @@
+"""Reading a LangGraph SqliteSaver file without LangGraph, and without importing anything.
+
+LangGraph's serializer (`langgraph.checkpoint.serde.jsonplus`) stores values as msgpack with
+ext types that name a class as (module, name, ...) and rebuild it by importing that module.
+This decoder reads the same bytes into inert data instead: LangChain messages become ttcli
+messages, LangGraph's `Send` and `Interrupt` become ttcli's, datetimes, UUIDs, decimals and
+sets are rebuilt from the standard library by a fixed table, and every other class (pydantic
+models, dataclasses, enums, named tuples, ...) becomes typed data
+`{"$type": "module.Name", "data": ...}`. A name from the file is never imported or called;
+an unknown ext code or bytes that do not decode raise `CorruptValueError`.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import sqlite3
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import msgpack
+
+from ttcli.errors import CorruptValueError, NotFoundError, StorageError
+from ttcli.savers.serde import OBJECT, TypedData
+from ttcli.values import Interrupt, Message, Send, rebuild
+
+# LangGraph's ext codes (jsonplus.py): part of its file format
+CONSTRUCTOR_SINGLE_ARG, CONSTRUCTOR_POS_ARGS, CONSTRUCTOR_KW_ARGS, METHOD_SINGLE_ARG = 0, 1, 2, 3
+PYDANTIC_V1, PYDANTIC_V2, NUMPY_ARRAY, DELTA_SNAPSHOT = 4, 5, 6, 7
+
+#: the channel version under which a LangGraph checkpoint's `v` is kept (as TtcliSaver does)
+V_CHANNEL = "__v__"
+#: message fields left out when they hold LangChain's default (as TtcliSaver stores them)
+_MESSAGE_DEFAULTS: dict[str, Any] = {
+    "name": None,
+    "additional_kwargs": {},
+    "response_metadata": {},
+    "example": False,
+    "tool_calls": [],
+    "invalid_tool_calls": [],
+    "usage_metadata": None,
+    "artifact": None,
+    "status": "success",
+}
+_SINGLE: dict[tuple[str, str], Callable[[Any], Any]] = {
+    ("uuid", "UUID"): lambda arg: uuid.UUID(hex=arg),
+    ("decimal", "Decimal"): lambda arg: Decimal(arg),
+    ("builtins", "set"): lambda arg: _hashable(arg, set),
+    ("builtins", "frozenset"): lambda arg: _hashable(arg, frozenset),
+    ("collections", "deque"): list,
+}
+_POSITIONAL: dict[tuple[str, str], Callable[..., Any]] = {
+    ("datetime", "date"): dt.date,
+    ("datetime", "timedelta"): dt.timedelta,
+}
+
+
+def _hashable(items: Any, kind: Callable[[Any], Any]) -> Any:
+    try:
+        return kind(items)
+    except TypeError:  # items decoded as lists or dicts: keep them, in order
+        return list(items)
+
+
+def _unpack(data: bytes) -> Any:
+    return msgpack.unpackb(data, ext_hook=_ext, strict_map_key=False, raw=False)
+
+
+def _named(payload: Any, size: int) -> tuple[str, str, list[Any]]:
+    if (
+        not isinstance(payload, list | tuple)
+        or len(payload) < size
+        or not all(isinstance(part, str) for part in payload[:2])
+    ):
+        raise CorruptValueError("a LangGraph ext value is not (module, name, ...)")
+    return payload[0], payload[1], list(payload[2:])
+
+
+def _ext(code: int, data: bytes) -> Any:
+    payload = _unpack(data)
+    if code == DELTA_SNAPSHOT:
+        return payload
+    if code == NUMPY_ARRAY and isinstance(payload, list | tuple) and len(payload) == 4:
+        dtype, shape, order, raw = payload
+        array = {"dtype": dtype, "shape": shape, "order": order, "data": raw}
+        return TypedData(OBJECT, "numpy.ndarray", array)
+    if code in (PYDANTIC_V1, PYDANTIC_V2):
+        module, name, rest = _named(payload, 3)
+        return _model(module, name, rest[0])
+    if code == CONSTRUCTOR_SINGLE_ARG:
+        module, name, rest = _named(payload, 3)
+        known = _SINGLE.get((module, name))
+        return known(rest[0]) if known else TypedData(OBJECT, f"{module}.{name}", rest[0])
+    if code == CONSTRUCTOR_POS_ARGS:
+        return _positional(*_named(payload, 3))
+    if code == CONSTRUCTOR_KW_ARGS:
+        return _keywords(*_named(payload, 3))
+    if code == METHOD_SINGLE_ARG:
+        module, name, rest = _named(payload, 4)
+        if (module, name, rest[1]) == ("datetime", "datetime", "fromisoformat"):
+            return dt.datetime.fromisoformat(rest[0])
+        return TypedData(OBJECT, f"{module}.{name}", rest[0])
+    raise CorruptValueError(f"unknown LangGraph ext type {code}")
+
+
+def _positional(module: str, name: str, rest: list[Any]) -> Any:
+    args = rest[0]
+    if not isinstance(args, list | tuple):
+        raise CorruptValueError(f"the arguments of {module}.{name} are not a list")
+    if (module, name) == ("langgraph.types", "Send") and len(args) >= 2:
+        return Send(args[0], args[1])
+    known = _POSITIONAL.get((module, name))
+    if known is not None:
+        try:
+            return known(*args)
+        except (TypeError, ValueError, OverflowError) as exc:
+            raise CorruptValueError(f"{module}.{name} does not decode: {exc}") from None
+    return TypedData(OBJECT, f"{module}.{name}", list(args))
+
+
+def _keywords(module: str, name: str, rest: list[Any]) -> Any:
+    fields = rest[0]
+    if not isinstance(fields, dict):
+        raise CorruptValueError(f"the fields of {module}.{name} are not a map")
+    if (module, name) == ("langgraph.types", "Interrupt"):
+        return Interrupt(value=fields.get("value"), id=str(fields.get("id", "")))
+    return TypedData(OBJECT, f"{module}.{name}", fields)
+
+
+def _model(module: str, name: str, fields: Any) -> Any:
+    if not isinstance(fields, dict):
+        raise CorruptValueError(f"the fields of {module}.{name} are not a map")
+    if module.startswith("langchain_core.messages") and isinstance(fields.get("type"), str):
+        return _message(fields)
+    return TypedData(OBJECT, f"{module}.{name}", fields)
+
+
+def _message(fields: dict[str, Any]) -> Message:
+    kept = {k: v for k, v in fields.items() if _MESSAGE_DEFAULTS.get(k, ...) != v}
+    message_type = kept.pop("type")
+    content = kept.pop("content", "")
+    message_id = kept.pop("id", None)
+    return rebuild(message_type, content, message_id, kept)
+
+
+def decode(kind: str | None, data: bytes | None) -> Any:
+    """One value as LangGraph's savers store it (`type`, blob), as inert data.
+
+    Raises:
+        CorruptValueError: an unknown kind (pickle included) or ext type, or bytes that do
+            not decode.
+    """
+    if kind in (None, "null"):
+        return None
+    if kind in ("bytes", "bytearray"):
+        return bytes(data or b"")
+    try:
+        if kind == "json":
+            return json.loads(data or b"null")
+        if kind == "msgpack":
+            return _unpack(data or b"")
+    except CorruptValueError:
+        raise
+    except (ValueError, TypeError, KeyError, IndexError, msgpack.UnpackException) as exc:
+        raise CorruptValueError(f"bytes that do not decode ({exc})") from None
+    raise CorruptValueError(f"a value stored as {kind!r}, which ttcli does not read")
+
+
+def decode_metadata(data: Any) -> dict[str, Any]:
+    """A checkpoint's metadata as stored: JSON text (3.x) or msgpack (older files)."""
+    if data is None:
+        return {}
+    try:
+        found = json.loads(data)
+    except (ValueError, TypeError):
+        found = decode("msgpack", bytes(data))
+    if not isinstance(found, dict):
+        raise CorruptValueError("checkpoint metadata is not a map")
+    return found
+
+
+@dataclass
+class Stored:
+    """One checkpoint of a LangGraph file, decoded, with its pending writes by task."""
+
+    ns: str
+    checkpoint: dict[str, Any]
+    metadata: dict[str, Any]
+    parent_id: str | None
+    #: task_id -> (task_path, [(channel, value), ...]) in the order they were written
+    writes: dict[str, tuple[str, list[tuple[str, Any]]]] = field(default_factory=dict)
+
+
+class LangGraphFile:
+    """A LangGraph SqliteSaver file, opened read-only."""
+
+    def __init__(self, path: str) -> None:
+        if not Path(path).is_file():
+            raise NotFoundError(f"no LangGraph file at {path}")
+        self.path = path
+        self.size = sum(
+            Path(path + suffix).stat().st_size
+            for suffix in ("", "-wal")
+            if Path(path + suffix).exists()
+        )
+        try:
+            self.conn = sqlite3.connect(_read_only_uri(path), uri=True)
+            tables = {r[0] for r in self.conn.execute("SELECT name FROM sqlite_master")}
+        except sqlite3.Error as exc:
+            raise StorageError(f"{path} is not a LangGraph SQLite file ({exc})") from None
+        if not {"checkpoints", "writes"} <= tables:
+            raise StorageError(
+                f"{path} is not a LangGraph SqliteSaver file (no checkpoints and writes tables)"
+            )
+
+    def close(self) -> None:
+        self.conn.close()
+
+    def thread_ids(self) -> list[str]:
+        rows = self.conn.execute("SELECT DISTINCT thread_id FROM checkpoints ORDER BY thread_id")
+        return [str(row[0]) for row in rows]
+
+    def thread(self, thread_id: str) -> Iterator[Stored]:
+        """Every checkpoint of a thread, each namespace's oldest first (parents first)."""
+        rows = self.conn.execute(
+            "SELECT checkpoint_ns, checkpoint_id, parent_checkpoint_id, type, checkpoint, "
+            "metadata FROM checkpoints WHERE thread_id = ? ORDER BY checkpoint_ns, checkpoint_id",
+            (thread_id,),
+        ).fetchall()
+        for ns, checkpoint_id, parent_id, kind, blob, metadata in rows:
+            where = f"checkpoint {checkpoint_id} of thread '{thread_id}'"
+            try:
+                saved = Stored(ns, _checkpoint(decode(kind, blob)), decode_metadata(metadata),
+                               parent_id)  # fmt: skip
+                self._writes(thread_id, ns, checkpoint_id, saved)
+            except CorruptValueError as exc:
+                raise CorruptValueError(f"{where} in {self.path}: {exc}") from None
+            yield saved
+
+    def _writes(self, thread_id: str, ns: str, checkpoint_id: str, saved: Stored) -> None:
+        rows = self.conn.execute(
+            "SELECT task_id, task_path, channel, type, value FROM writes WHERE thread_id = ? "
+            "AND checkpoint_ns = ? AND checkpoint_id = ? ORDER BY rowid",
+            (thread_id, ns, checkpoint_id),
+        )
+        for task_id, task_path, channel, kind, value in rows:
+            task = saved.writes.setdefault(str(task_id), (str(task_path or ""), []))
+            task[1].append((str(channel), decode(kind, value)))
+
+
+def _read_only_uri(path: str) -> str:
+    """Read-only; with no WAL file beside it (no writer has it open), immutable as well, so
+    that reading leaves no `-wal` or `-shm` file next to it."""
+    uri = f"{Path(path).resolve().as_uri()}?mode=ro"
+    return uri if Path(path + "-wal").exists() else f"{uri}&immutable=1"
+
+
+def _checkpoint(found: Any) -> dict[str, Any]:
+    """LangGraph's checkpoint as ttcli's contract takes it (its `v` kept as a version)."""
+    if not isinstance(found, dict) or not {"id", "ts", "channel_versions"} <= set(found):
+        raise CorruptValueError("a checkpoint that is not a LangGraph checkpoint")
+    versions = dict(found["channel_versions"])
+    if found.get("v", 1) != 1:
+        versions[V_CHANNEL] = found["v"]
+    return {
+        "v": 1,
+        "id": found["id"],
+        "ts": found["ts"],
+        "channel_values": dict(found.get("channel_values") or {}),
+        "channel_versions": versions,
+        "versions_seen": dict(found.get("versions_seen") or {}),
+        "updated_channels": found.get("updated_channels"),
+    }
