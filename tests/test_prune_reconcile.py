@@ -67,10 +67,14 @@ def stored(saver: BaseSaver, key: Key) -> tuple[tuple[str, str], dict[Any, str]]
     return (canonical(saved.checkpoint), canonical(saved.metadata)), writes
 
 
-@pytest.mark.parametrize("keep", ["0", "1"])
+@pytest.mark.parametrize(
+    ("keep", "pruners"), [("0", 1), ("1", 1), ("0", 2)], ids=["keep 0", "keep 1", "two prunes"]
+)
 def test_writers_update_resume_and_archive_prune_lose_and_change_nothing(
-    tmp_path: Path, keep: str
+    tmp_path: Path, keep: str, pruners: int
 ) -> None:
+    """The application and a person (`ttcli update`, `resume`) on one thread, another writer on
+    a second, and `prune --archive` in a loop (twice at once: two cron jobs overlapping)."""
     db, archive, stop = tmp_path / "live.db", tmp_path / "archive.db", tmp_path / "stop"
     logs = [tmp_path / f"{name}.log" for name in ("app", "person", "other")]
     SqliteSaver(db).close()
@@ -79,13 +83,13 @@ def test_writers_update_resume_and_archive_prune_lose_and_change_nothing(
         start("answer", str(db), "shared", str(logs[1]), str(RUNS)),
         start("ask", str(db), "other", str(logs[2]), str(RUNS)),
     ]
-    pruner = start("archive", str(db), str(archive), str(stop), keep)
+    pruning = [start("archive", str(db), str(archive), str(stop), keep) for _ in range(pruners)]
     try:
-        results = [process.communicate(timeout=120) for process in writers]
+        results = [process.communicate(timeout=180) for process in writers]
     finally:
         stop.touch()
-    results.append(pruner.communicate(timeout=120))
-    for process, (_, err) in zip([*writers, pruner], results, strict=True):
+    results += [pruner.communicate(timeout=180) for pruner in pruning]
+    for process, (_, err) in zip([*writers, *pruning], results, strict=True):
         assert (process.returncode, err) == (0, ""), process.args
     assert int(results[-1][0]) > 0  # the pruner really ran alongside
     assert integrity(db) == integrity(archive) == "ok"
@@ -93,6 +97,7 @@ def test_writers_update_resume_and_archive_prune_lose_and_change_nothing(
     puts, writes = expected(logs)
     assert len(puts) >= 3 * RUNS
     with SqliteSaver.from_conn_string(db) as live, SqliteSaver.from_conn_string(archive) as kept:
+        assert live.integrity_problems() == kept.integrity_problems() == []
         archived = 0
         for key, committed in puts.items():
             found = stored(live, key)

@@ -17,10 +17,7 @@ import pytest
 
 from tests import graphs
 from tests.clitools import ROOT, data, dump, ttcli
-from tests.test_concurrency import start
-from tests.test_crash import integrity
 from tests.test_invariants import API, COUNTER
-from tests.test_prune_reconcile import RUNS, expected, stored
 from tests.test_saver_contract import config, make_checkpoint, put_one
 from ttcli.errors import ConfigError, SerializationError
 from ttcli.savers.base import BaseSaver
@@ -55,35 +52,6 @@ def test_a_child_id_spelled_otherwise_that_sorts_before_its_parent_is_refused(
     assert latest is not None and latest.checkpoint["id"] == parent
     saver.delete_checkpoints(config("t"), [root])
     assert saver.get_tuple(config("t", parent)) is not None
-
-
-def test_two_archiving_prunes_at_once_lose_and_change_nothing(tmp_path: Path) -> None:
-    """Two cron jobs overlapping (the same `prune --archive` twice) while the application
-    and a person write one thread and another writer a second one."""
-    db, archive, stop = tmp_path / "live.db", tmp_path / "archive.db", tmp_path / "stop"
-    logs = [tmp_path / f"{name}.log" for name in ("app", "person", "other")]
-    SqliteSaver(db).close()
-    writers = [
-        start("ask", str(db), "shared", str(logs[0]), str(RUNS)),
-        start("answer", str(db), "shared", str(logs[1]), str(RUNS)),
-        start("ask", str(db), "other", str(logs[2]), str(RUNS)),
-    ]
-    pruners = [start("archive", str(db), str(archive), str(stop), "0") for _ in range(2)]
-    try:
-        results = [process.communicate(timeout=180) for process in writers]
-    finally:
-        stop.touch()
-    results += [pruner.communicate(timeout=180) for pruner in pruners]
-    for process, (_, err) in zip([*writers, *pruners], results, strict=True):
-        assert (process.returncode, err) == (0, ""), err
-    assert integrity(db) == integrity(archive) == "ok"
-    puts, writes = expected(logs)
-    with SqliteSaver.from_conn_string(db) as live, SqliteSaver.from_conn_string(archive) as kept:
-        assert live.integrity_problems() == kept.integrity_problems() == []
-        for key, committed in puts.items():
-            found = stored(live, key) or stored(kept, key)
-            assert found is not None, f"checkpoint {key} is in neither file"
-            assert found == (committed, writes.get(key, {})), key
 
 
 TWO_STEPS = textwrap.dedent(

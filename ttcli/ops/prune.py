@@ -240,15 +240,17 @@ class _Run:
         live = self.saver.pending_writes(ref.to_config(), checkpoint_ids)
         kept = archive.pending_writes(ref.to_config(), live)
         stale = [
-            i for i in checkpoint_ids if i in live and not _same(self.saver, kept.get(i), live[i])
+            i
+            for i in checkpoint_ids
+            if i in live and not self.saver.serde.same(kept.get(i), live[i])
         ]
         if stale:
             self.report.archived += _refresh(self.saver, ref, stale, archive)
             stale = [
                 i
                 for i in stale
-                if not _same(
-                    self.saver, _content(archive, _at(ref, i)), _content(self.saver, _at(ref, i))
+                if not self.saver.serde.same(
+                    _content(archive, _at(ref, i)), _content(self.saver, _at(ref, i))
                 )
             ]
             self.report.left += len(stale)
@@ -275,8 +277,7 @@ def _check(
     saver: BaseSaver, ref: CheckpointRef, checkpoint_ids: list[str], archive: BaseSaver
 ) -> None:
     for checkpoint_id in checkpoint_ids:
-        if not _same(
-            saver,
+        if not saver.serde.same(
             _content(archive, _at(ref, checkpoint_id)),
             _content(saver, _at(ref, checkpoint_id)),
         ):
@@ -324,17 +325,6 @@ def _content(saver: BaseSaver, config: RunnableConfig) -> Content | None:
     if saved is None:
         return None
     return saved.checkpoint, saved.metadata, saved.parent_config, saver.get_writes(saved.config)
-
-
-def _same(saver: BaseSaver, one: Any, other: Any) -> bool:
-    """Whether two readings of a checkpoint (or its writes) hold the same values: equal, or
-    encoded alike (a float NaN a node wrote is the same value, yet not equal to itself)."""
-    if one == other:
-        return True
-    try:
-        return saver.serde.dumps(one) == saver.serde.dumps(other)
-    except (TypeError, ValueError):
-        return False
 
 
 def _present(saver: BaseSaver, ref: CheckpointRef, checkpoint_ids: list[str]) -> list[str]:

@@ -104,6 +104,16 @@ class Serializer:
         """Encode a value (the bytes do not depend on the serializer); see `dumps`."""
         return dumps(value, path=path)
 
+    def same(self, one: Any, other: Any) -> bool:
+        """Whether two values are the same value as stored: equal, or encoded alike (a float
+        NaN is the same value, yet not equal to itself)."""
+        if one == other:
+            return True
+        try:
+            return self.dumps(one) == self.dumps(other)
+        except (TypeError, ValueError):
+            return False
+
     def loads(self, data: bytes) -> Any:
         """Decode bytes written by `dumps`.
 

@@ -65,15 +65,6 @@ class PageCheck:
             for idx, (channel, entry) in writes.items()
         )
 
-    def _same(self, one: Any, other: Any) -> bool:
-        """Equal, or encoded alike (a NaN is the same value, yet not equal to itself)."""
-        if one == other:
-            return True
-        try:
-            return self.serde.dumps(one) == self.serde.dumps(other)
-        except (TypeError, ValueError):
-            return False
-
     def _same_row(self, theirs: Any, ours: Any) -> bool:
         if ours is None or tuple(ours[1:7]) != tuple(theirs[1:7]):
             return False
@@ -91,7 +82,7 @@ class PageCheck:
             return (
                 resolved is not None
                 and all(
-                    self._same(getattr(resolved, field), getattr(expected_state, field))
+                    self.serde.same(getattr(resolved, field), getattr(expected_state, field))
                     for field in ("channels", "versions_seen", "updated", "writes")
                 )
                 and ours[8] is None
@@ -100,18 +91,18 @@ class PageCheck:
             return ours[7] == theirs[7] and ours[8] in (None, theirs[8])
         if checkpoint_id in self.page.expected:  # same names: what was meant to be written
             state, pending = self.page.expected[checkpoint_id]
-            return self._same(stored, state) and (
+            return self.serde.same(stored, state) and (
                 ours[8] is None
                 if pending is None
-                else self._same(self.serde.loads(ours[8]), pending)
+                else self.serde.same(self.serde.loads(ours[8]), pending)
             )
         source_name, target_name = self.c.source.names.name, self.c.target.names.name
         expected = rekey_state(self.serde.loads(theirs[7]), source_name, self.c.entry)
-        if not self._same(rekey_state(stored, target_name), expected):
+        if not self.serde.same(rekey_state(stored, target_name), expected):
             return False
         if ours[8] is None:  # the parent's writes stayed behind, or went to `writes`
             return True
-        return self._same(
+        return self.serde.same(
             rekey_pending(self.serde.loads(ours[8]), target_name),
             rekey_pending(self.serde.loads(theirs[8]), source_name, self.c.entry),
         )
