@@ -24,18 +24,18 @@ from ttcli.savers.base import (
 )
 from ttcli.savers.blobs import BlobStore
 from ttcli.savers.serde import Serializer
-from ttcli.savers.sqlite.blob_table import SqliteBlobRows
+from ttcli.savers.sql.blob_table import SqliteBlobRows
+from ttcli.savers.sql.deletion import Deletion
+from ttcli.savers.sql.ids import id_bytes, id_text, require_id
+from ttcli.savers.sql.names import SqliteNames
+from ttcli.savers.sql.pending import PendingWrites, in_order
+from ttcli.savers.sql.put import Writer
+from ttcli.savers.sql.rows import Rows
+from ttcli.savers.sql.statements import list_query
+from ttcli.savers.sql.states import States
 from ttcli.savers.sqlite.connection import DEFAULT_BUSY_TIMEOUT, Connection
 from ttcli.savers.sqlite.copy import RowCopy, same_file
-from ttcli.savers.sqlite.deletion import Deletion
-from ttcli.savers.sqlite.ids import id_bytes, id_text, require_id
 from ttcli.savers.sqlite.integrity import integrity_problems
-from ttcli.savers.sqlite.names import SqliteNames
-from ttcli.savers.sqlite.pending import PendingWrites, in_order
-from ttcli.savers.sqlite.put import Writer
-from ttcli.savers.sqlite.rows import Rows
-from ttcli.savers.sqlite.sql import list_query
-from ttcli.savers.sqlite.states import States
 
 __all__ = ["DEFAULT_BUSY_TIMEOUT", "SqliteSaver"]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterator, Sequence
 
-from ttcli.savers.sqlite.params import chunks
+from ttcli.savers.sql.params import chunks
 
 _INSERT = """
 INSERT INTO blobs (base_key, is_record, value)

@@ -9,7 +9,7 @@ from typing import Any
 from ttcli.configs import CheckpointRef, RunnableConfig
 from ttcli.errors import ConfigError
 from ttcli.savers.rules import validate_filter
-from ttcli.savers.sqlite.ids import id_bytes, require_id
+from ttcli.savers.sql.ids import id_bytes, require_id
 
 #: the full metadata of a checkpoint row as JSON, as the checkpoint_list view shows it
 METADATA_SQL = """json_patch(

@@ -15,10 +15,10 @@ from collections.abc import Iterable, Sequence
 from ttcli.configs import CheckpointRef
 from ttcli.savers.blobs import entry_refs
 from ttcli.savers.records import decode_pending, pending_refs, state_refs, unpack_parent
-from ttcli.savers.sqlite import sql
-from ttcli.savers.sqlite.params import chunks
-from ttcli.savers.sqlite.parts import OnParts
-from ttcli.savers.sqlite.pending import Pending
+from ttcli.savers.sql import statements as sql
+from ttcli.savers.sql.params import chunks
+from ttcli.savers.sql.parts import OnParts
+from ttcli.savers.sql.pending import Pending
 
 _PENDING_BYTES = "coalesce(sum(length(tasks)), 0) FROM writes"
 

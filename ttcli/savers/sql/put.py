@@ -29,10 +29,10 @@ from ttcli.savers.records import (
     unpack_parent,
 )
 from ttcli.savers.rules import check_child_id, merged_answers
-from ttcli.savers.sqlite import sql
-from ttcli.savers.sqlite.ids import id_bytes, micros, require_id
-from ttcli.savers.sqlite.parts import OnParts
-from ttcli.savers.sqlite.pending import Held, Pending
+from ttcli.savers.sql import statements as sql
+from ttcli.savers.sql.ids import id_bytes, micros, require_id
+from ttcli.savers.sql.parts import OnParts
+from ttcli.savers.sql.pending import Held, Pending
 from ttcli.uuid6 import id_micros
 
 

@@ -16,10 +16,10 @@ from typing import Any
 from ttcli.configs import CheckpointRef
 from ttcli.savers.base import ThreadSummary
 from ttcli.savers.records import unpack_parent
-from ttcli.savers.sqlite import sql
+from ttcli.savers.sql import statements as sql
+from ttcli.savers.sql.ids import id_bytes, id_text
+from ttcli.savers.sql.params import chunks
 from ttcli.savers.sqlite.connection import Connection
-from ttcli.savers.sqlite.ids import id_bytes, id_text
-from ttcli.savers.sqlite.params import chunks
 from ttcli.uuid6 import id_micros
 
 #: sorts above every 16-byte checkpoint id (an open upper bound as a plain value)

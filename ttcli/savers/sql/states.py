@@ -15,10 +15,10 @@ from ttcli.savers.base import NOT_LOADED, Checkpoint, CheckpointTuple, PendingWr
 from ttcli.savers.blobs import BlobStore
 from ttcli.savers.records import Names, State, metadata_of, unpack_parent
 from ttcli.savers.serde import Ref
-from ttcli.savers.sqlite import sql
+from ttcli.savers.sql import statements as sql
+from ttcli.savers.sql.ids import id_text
+from ttcli.savers.sql.pending import PendingWrites, in_order
 from ttcli.savers.sqlite.connection import Connection
-from ttcli.savers.sqlite.ids import id_text
-from ttcli.savers.sqlite.pending import PendingWrites, in_order
 from ttcli.uuid6 import id_micros
 
 STATE_CACHE_MAX = 1024  # resolved checkpoint states kept for delta decoding

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ttcli.savers.records import Names, decode_pending, encode_pending, unpack_parent
-from ttcli.savers.sqlite import sql
+from ttcli.savers.sql import statements as sql
 from ttcli.savers.sqlite.connection import Connection
 
 Pending = dict[str, tuple[str, dict[int, tuple[str, Any]]]]
