@@ -15,6 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from tests import graphs
+from tests import test_dict_deltas as dict_deltas
 from tests.test_properties import apply, operations, random_graph
 from tests.test_saver_contract import config, make_checkpoint, put_chain, put_one
 from ttcli import END, START, Command, MessagesState, Send, StateGraph, interrupt
@@ -102,6 +103,13 @@ def busy_file(saver: SqliteSaver) -> None:
 
     def reply(state: MessagesState) -> dict[str, Any]:
         return {"messages": [AIMessage(content="sure, " + "x" * 60)]}
+
+    # a map changing a key per step: stored as deltas of the map, by its pending writes too
+    changes = [[("set", f"key{step % 7}", {"step": step})] for step in range(40)]
+    dict_deltas.graph(saver).invoke(
+        {"table": dict_deltas.start_table(), "ops": changes, "step": 0},
+        {"configurable": {"thread_id": "table"}, "recursion_limit": 100},
+    )
 
     chat = StateGraph(MessagesState)
     chat.add_node("reply", reply)

@@ -9,6 +9,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from ttcli.errors import SerializationError
+from ttcli.savers import dict_delta, serde
 from ttcli.savers.blobs import (
     CHAIN_DEPTH_MAX,
     CHAIN_DEPTH_MIN,
@@ -35,6 +36,11 @@ class BlobWriter:
         self.adoptable: set[int] = set()
         self.adopted: set[int] = set()
         self.channel_blobs: set[int] = set()
+        # offered map deltas by (base, delta): a channel taking the value a write gave it
+        self.deltas: dict[tuple[int, bytes], int] = {}
+        # maps this writer stored as deltas, by id (kept alive here): a map stored as a
+        # channel value and again in metadata.writes, in the same put, is encoded once
+        self.maps: dict[int, tuple[dict[Any, Any], Ref]] = {}
 
     def offer(self, entries: Iterable[Any], *, adoptable: bool = False) -> None:
         """Entries whose values new values may share (standalone blobs and records only).
@@ -64,6 +70,10 @@ class BlobWriter:
 
     def _offer_blob(self, blob_key: int, adoptable: bool) -> None:
         row = self.store.rows.one(blob_key)
+        if row is not None and row[0] is not None and dict_delta.is_delta(row[2]):
+            # a map delta is never adopted (it has a base): anything may share it
+            self.deltas.setdefault((row[0], row[2]), blob_key)
+            return
         if row is None or row[0] is not None:
             return  # appends hold only part of their value
         if row[1]:
@@ -74,16 +84,31 @@ class BlobWriter:
             if adoptable:
                 self.adoptable.add(blob_key)
 
-    def value(self, value: Any, path: str, *, pending: bool = True) -> Any:
+    def value(self, value: Any, path: str, *, pending: bool = True, base: Any = None) -> Any:
         """Store a pending write's value (or, `pending=False`, a metadata value: read on its
-        own only, it may share any blob) and return its entry."""
+        own only, it may share any blob) and return its entry; a map may be stored as its
+        changes from `base`, the entry of the channel it is written to."""
+        if isinstance(base, Ref) and type(value) is dict:
+            changed = self._dict_delta(value, base.key)
+            if changed is not None:
+                return changed
+        if not pending and type(value) is dict and any(map(self._stored_map, value.values())):
+            entry = self._record(value, path, parts_apart=False)  # not encoded whole again
+            if entry is not None:
+                return entry
         data = self.serde.dumps(value, path=path)
         if len(data) <= INLINE_MAX:
             return self.serde.loads(data)  # a copy, exactly as stored: the caller keeps its value
         return self._store(value, data, path, apart=pending, parts_apart=pending)
 
     def channel(self, name: str, value: Any, previous: Any) -> Any:
-        """Store a channel's new value, as an append to `previous` when the list only grew."""
+        """Store a channel's new value, as an append to `previous` when the list only grew,
+        or as the keys that changed when a map changed a few."""
+        if type(value) is dict and isinstance(previous, Ref):
+            changed = self._dict_delta(value, previous.key)
+            if changed is not None:
+                self.protect([changed])
+                return changed
         if type(value) is list and isinstance(previous, Ref):
             # the list the previous value was, grown by new items: only they are encoded
             tail = self.store.appended_items(previous.key, value)
@@ -157,6 +182,24 @@ class BlobWriter:
         self.store.remember(blob_key, info)
         return Ref(blob_key)
 
+    def _dict_delta(self, value: dict[Any, Any], base_key: int) -> Ref | None:
+        """Store a map as its changes from the map at `base_key`, if worth it (dict_delta)."""
+        found = dict_delta.encoded(value)
+        base = None if found is None else self.store.dict_info(base_key)
+        if base is None or found is None:
+            return None
+        made = dict_delta.delta(base, *found)
+        if made is None:
+            return None
+        data, info = made
+        blob_key = self.deltas.get((base_key, data))
+        if blob_key is None:
+            blob_key = self._insert(data, base_key=base_key)
+            self.deltas[(base_key, data)] = blob_key
+        self.store.remember_dict(blob_key, info)
+        self.maps[id(value)] = (value, Ref(blob_key))
+        return Ref(blob_key)
+
     def _adopt(self, blob_key: int, base_key: int) -> bool:
         """Make a stored list (e.g. the pending write that added these items) the append.
 
@@ -199,26 +242,38 @@ class BlobWriter:
             ):
                 return found
         entry: Any = None
-        if type(value) is dict:
-            record = {
-                key: self._part(
-                    item, f"{path}.{key}" if isinstance(key, str) else path, apart=parts_apart
-                )
-                for key, item in value.items()
-            }
-            if any(isinstance(item, Ref) for item in record.values()):
-                record_data = self.serde.dumps(record)
-                entry = (
-                    record
-                    if len(record_data) <= INLINE_MAX
-                    else Ref(self._insert(record_data, is_record=True))
-                )
+        if type(value) is dict and _has_large_entry(value, len(data)):
+            entry = self._record(value, path, parts_apart=parts_apart)
         if entry is None:
             entry = Ref(self._insert(data))
         self.pool[data] = entry
         return entry
 
+    def _record(self, value: dict[Any, Any], path: str, *, parts_apart: bool) -> Any:
+        """A map as a record whose large entries are blobs; None if none is."""
+        record = {
+            key: self._part(
+                item, f"{path}.{key}" if isinstance(key, str) else path, apart=parts_apart
+            )
+            for key, item in value.items()
+        }
+        if not any(isinstance(item, Ref) for item in record.values()):
+            return None
+        record_data = self.serde.dumps(record)
+        if len(record_data) <= INLINE_MAX:
+            return record
+        return Ref(self._insert(record_data, is_record=True))
+
+    def _stored_map(self, item: Any) -> Ref | None:
+        """The delta this writer stored `item` as, if it did: it reads as the whole map and
+        is never adopted, so a value read on its own may share it."""
+        stored = self.maps.get(id(item))
+        return stored[1] if stored is not None and stored[0] is item else None
+
     def _part(self, item: Any, path: str, *, apart: bool) -> Any:
+        stored = None if apart else self._stored_map(item)
+        if stored is not None:
+            return stored
         data = self.serde.dumps(item, path=path)
         if len(data) < RECORD_ENTRY_MIN:
             return self.serde.loads(data)
@@ -228,3 +283,16 @@ class BlobWriter:
 
     def _insert(self, data: bytes, *, base_key: int | None = None, is_record: bool = False) -> int:
         return self.store.rows.insert(data, base_key, is_record)
+
+
+def _has_large_entry(value: dict[Any, Any], size: int) -> bool:
+    """Whether a map may hold an entry that becomes a blob of its own in a record: checked
+    at C speed, for the common map of many small entries."""
+    if size < RECORD_ENTRY_MIN:
+        return False
+    try:
+        return max(map(len, map(serde.packer().pack, value.values())), default=0) >= (
+            RECORD_ENTRY_MIN
+        )
+    except Exception:  # noqa: BLE001 - encoding it entry by entry names what fails
+        return True

@@ -9,6 +9,8 @@ growing with change rather than with steps:
 * **append**: a list that only grew is a blob of the new items whose `base_key` points at the
   list it extends; its items are a `Ref` to an equal blob when there is one (the pending write
   that added them);
+* **dict delta**: a map that changed a few keys is a blob of those keys whose `base_key`
+  points at the map it changes (dict_delta.py);
 * **record**: a map's large entries are blobs of their own, so an input dict, a node's output
   and the pending write carrying the same list share one copy.
 
@@ -30,8 +32,9 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ttcli.errors import CorruptValueError
-from ttcli.savers import serde
+from ttcli.savers import dict_delta, serde
 from ttcli.savers.decoded import Decoded
+from ttcli.savers.dict_delta import DictInfo
 from ttcli.savers.serde import Ref, Serializer
 
 INLINE_MAX = 24  # values encoding to at most this many bytes stay inline
@@ -99,6 +102,7 @@ class BlobStore:
         self.serde = serde
         self._recent: OrderedDict[int, ChannelInfo] = OrderedDict()
         self._decoded: OrderedDict[int, Decoded] = OrderedDict()
+        self._dicts: OrderedDict[int, DictInfo] = OrderedDict()
 
     # -- reading ---------------------------------------------------------------------------
 
@@ -130,10 +134,16 @@ class BlobStore:
         row = self.rows.one(blob_key)
         if row is None:
             raise CorruptValueError(f"stored value {blob_key} is missing")
+        if row[0] is not None and dict_delta.is_delta(row[2]):
+            return self.read_channel(blob_key)  # a map delta means the whole map
         return self._decode(row[1], row[2], blob_key)
 
     def read_channel(self, blob_key: int) -> Any:
         """A channel value: the blob's list, and those it appends to (blobs never change)."""
+        kept = self._dicts.get(blob_key)
+        if kept is not None:
+            self._dicts.move_to_end(blob_key)
+            return self.serde.loads(kept.data())  # decoded anew: a copy of its own
         decoded = self._decoded.get(blob_key)
         if decoded is not None:
             # copied first, then compared: what another thread changes meanwhile in the
@@ -195,14 +205,18 @@ class BlobStore:
             problem = f"to {base}, which is missing"
         raise CorruptValueError(f"stored value {blob_key} appends {problem}")
 
-    def _read_chain(self, blob_key: int) -> Any:
-        rows = self._chain(blob_key)
+    def _read_chain(self, blob_key: int, rows: list[Any] | None = None) -> Any:
+        rows = self._chain(blob_key) if rows is None else rows
         if len(rows) > 1 and not any(is_record for _, _, is_record, _ in rows):
             joined = _joined_lists([data for *_, data in rows])
             if joined is not None:  # the whole chain is plain lists: decode it in one go
                 return self._decode(0, joined, blob_key)
         value = self._decode(rows[0][2], rows[0][3], rows[0][0])
         if len(rows) == 1:
+            return value
+        if dict_delta.is_delta(rows[1][3]):
+            for key, _base, _is_record, data in rows[1:]:
+                dict_delta.apply(value, self._decode(0, data, key), key)
             return value
         if not isinstance(value, list):
             raise CorruptValueError(
@@ -271,6 +285,25 @@ class BlobStore:
         self.remember(blob_key, info)
         return info
 
+    def dict_info(self, blob_key: int) -> DictInfo | None:
+        """The map a channel blob holds, encoded entry by entry; None if it is no map with
+        text keys."""
+        info = self._dicts.get(blob_key)
+        if info is not None:
+            self._dicts.move_to_end(blob_key)
+            return info
+        rows = self._chain(blob_key)
+        info = dict_delta.info_of(self._read_chain(blob_key, rows), len(rows) - 1)
+        if info is None:
+            return None
+        self.remember_dict(blob_key, info)
+        return info
+
+    def remember_dict(self, blob_key: int, info: DictInfo) -> None:
+        self._dicts[blob_key] = info
+        if len(self._dicts) > DECODED_MAX:
+            self._dicts.popitem(last=False)
+
     def remember(self, blob_key: int, info: ChannelInfo) -> None:
         self._recent[blob_key] = info
         if len(self._recent) > RECENT_MAX:
@@ -280,6 +313,7 @@ class BlobStore:
         """Drop remembered values (after a rollback their blob keys may be reused)."""
         self._recent.clear()
         self._decoded.clear()
+        self._dicts.clear()
 
 
 def _older(blob_key: int, links: Iterable[int]) -> None:

@@ -38,7 +38,7 @@
 --   4. a state delta's parent row exists (deleting a parent rewrites its children in full);
 --   5. an interrupt's answer (a __resume__ write) is stored once.
 
-PRAGMA user_version = 5;
+PRAGMA user_version = 6;
 
 -- A thread of checkpoints in one namespace ('' for the root graph).
 CREATE TABLE threads (
@@ -122,6 +122,11 @@ CREATE TABLE writes (
 -- one thread. A blob points only at older blobs: base_key and a record's references are
 -- smaller than blob_key, so chains never loop; and a chain of appends is at most 1,000,000
 -- blobs long (a full copy comes first). Readers refuse anything else as damage.
+-- A blob with a `base_key` whose `value` is a msgpack map, not a list, is a map delta (added
+-- in version 6): {0: {key: value}, 1: [deleted key]}, the map at `base_key` with those keys
+-- deleted, then those set (a new key goes last). Read on its own or as a channel value it is
+-- the whole map; it is never adopted, so pending writes, record parts and channel values may
+-- share it. A chain of map deltas gets a full copy every 32 blobs.
 CREATE TABLE blobs (
     blob_key   INTEGER PRIMARY KEY,
     base_key   INTEGER REFERENCES blobs (blob_key),

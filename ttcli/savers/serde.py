@@ -189,6 +189,12 @@ def _pack(value: Any) -> bytes:
         raise _Unsupported from None
 
 
+def packer() -> msgpack.Packer:
+    """A packer encoding as `dumps` does, for encoding many values one at a time (it fails
+    without naming where: call `dumps` for the message)."""
+    return msgpack.Packer(default=_default, strict_types=True, use_bin_type=True)
+
+
 def _packed_uint(value: int) -> bytes:
     """A non-negative int as msgpack packs it (the smallest form)."""
     if value < 0x80:

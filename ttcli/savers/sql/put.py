@@ -204,7 +204,7 @@ class Writer(OnParts):
                 if latest
                 else self.pending.merged(conn, thread_key, checkpoint_id, table=table)
             )
-            writer = self._writes_writer(conn, thread_key, checkpoint_id)
+            writer, bases = self._writes_writer(conn, thread_key, checkpoint_id)
             saved = dict(merged.get(task_id, (path, {}))[1])  # before this call's writes
             _path, stored = table.setdefault(task_id, (path, {}))
             for position, (channel, value) in enumerate(writes):
@@ -214,16 +214,17 @@ class Writer(OnParts):
                 if channel == RESUME and idx in saved:
                     before = self.blobs.load_value(saved[idx][1])
                     value = merged_answers(before, value, ref.thread_id)
-                stored[idx] = (channel, writer.value(value, channel))
+                stored[idx] = (channel, writer.value(value, channel, base=bases.get(channel)))
             self.pending.store(
                 conn, thread_key, checkpoint_id, table, latest=latest, replaces=has_row
             )
 
     def _writes_writer(
         self, conn: sqlite3.Connection, thread_key: int, checkpoint_id: bytes
-    ) -> BlobWriter:
+    ) -> tuple[BlobWriter, dict[str, Any]]:
         """A blob writer for pending writes of a checkpoint: they may share the values its
-        step wrote, but never be what a checkpoint reads as a channel value."""
+        step wrote, but never be what a checkpoint reads as a channel value; and the
+        checkpoint's channel entries (a map written to one may be stored as a delta)."""
         state = self.states.resolve(conn, thread_key, checkpoint_id)
         assert state is not None
         writer = BlobWriter(self.blobs)
@@ -234,7 +235,7 @@ class Writer(OnParts):
         ]
         writer.protect(updated)  # values of a checkpoint: not to be shared by a write
         writer.offer(updated)
-        return writer
+        return writer, {name: entry[1] for name, entry in state.channels.items() if len(entry) == 2}
 
 
 def _state(

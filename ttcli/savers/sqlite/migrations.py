@@ -11,7 +11,7 @@ from urllib.parse import quote
 from ttcli.errors import NotFoundError, SchemaVersionError, StorageError
 from ttcli.savers.sqlite.errors import storage_error
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 #: upgrade steps: MIGRATIONS[v] turns a version-v database into version v + 1
 MIGRATIONS: dict[int, str] = {
@@ -34,6 +34,8 @@ MIGRATIONS: dict[int, str] = {
     "WHERE p.thread_key = c.thread_key AND p.checkpoint_id < c.checkpoint_id) AS previous "
     "FROM checkpoints AS c WHERE c.parent_id IS NOT NULL) "
     "WHERE previous IS NULL OR previous != parent;",
+    # map deltas: blobs whose value is a map with a base (no SQL; older ttcli cannot read them)
+    5: "",
 }
 
 

@@ -1,0 +1,171 @@
+"""A map channel of which each step changes a few keys reads back, at every checkpoint,
+exactly as the node returned it: changed, added and deleted keys, nested values, the order
+of its keys, and the types of its values (1, 1.0 and True are different values); after
+forks from the past, prunes of the checkpoints it was stored beside, and `ttcli verify`."""
+
+from __future__ import annotations
+
+import copy
+import datetime as dt
+import json
+from pathlib import Path
+from typing import Any, TypedDict
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tests.clitools import ttcli
+from ttcli import END, START, StateGraph
+from ttcli.ops.prune import PrunePolicy, execute_prune, plan_prune
+from ttcli.savers.base import BaseSaver
+from ttcli.savers.sqlite import SqliteSaver
+
+KEYS = [f"key{i}" for i in range(40)]
+
+
+class Table(TypedDict):
+    table: dict[str, Any]
+    ops: list[list[Any]]  # per step, the changes the next step makes
+    step: int
+
+
+leaves = st.none() | st.booleans() | st.integers(-5, 5) | st.floats(-2, 2) | st.text(max_size=30)
+values = st.recursive(
+    leaves,
+    lambda inner: st.lists(inner, max_size=3)
+    | st.dictionaries(st.text(max_size=3), inner, max_size=3),
+    max_leaves=6,
+)
+change = st.one_of(
+    st.tuples(st.just("set"), st.sampled_from(KEYS), values),
+    st.tuples(st.just("delete"), st.sampled_from(KEYS)),
+    st.tuples(st.just("nest"), st.sampled_from(KEYS), values),  # changed in place
+    st.tuples(st.just("reorder")),
+)
+steps = st.lists(st.lists(change, max_size=4), min_size=1, max_size=40)
+
+
+def changed(table: dict[str, Any], changes: list[Any]) -> dict[str, Any]:
+    new = dict(table)  # the unchanged values are the very objects the state holds
+    for kind, *args in changes:
+        if kind == "set":
+            new[args[0]] = args[1]
+        elif kind == "delete":
+            new.pop(args[0], None)
+        elif kind == "nest" and isinstance(new.get(args[0]), dict):
+            new[args[0]]["in place"] = args[1]
+        elif kind == "reorder":
+            new = dict(reversed(new.items()))
+    return new
+
+
+def graph(saver: BaseSaver) -> Any:
+    def step(state: Table) -> dict[str, Any]:
+        return {
+            "table": changed(state["table"], state["ops"][state["step"]]),
+            "step": state["step"] + 1,
+        }
+
+    builder = StateGraph(Table)
+    builder.add_node("step", step)
+    builder.add_edge(START, "step")
+    builder.add_conditional_edges(
+        "step", lambda state: "step" if state["step"] < len(state["ops"]) else END
+    )
+    return builder.compile(checkpointer=saver)
+
+
+def exactly(value: Any) -> Any:
+    """A value with its types and its maps' key order made comparable."""
+    if isinstance(value, dict):
+        return ("map", [(key, exactly(item)) for key, item in value.items()])
+    if isinstance(value, list | tuple):
+        return (type(value).__name__, [exactly(item) for item in value])
+    return (type(value).__name__, repr(value))
+
+
+def expected_tables(start: dict[str, Any], ops: list[list[Any]]) -> list[Any]:
+    tables, table = [exactly(start)], copy.deepcopy(start)
+    for changes in ops:
+        table = changed(table, changes)
+        tables.append(exactly(table))
+    return tables
+
+
+def read_tables(app: Any, config: dict[str, Any]) -> dict[int, Any]:
+    return {
+        snapshot.values["step"]: exactly(snapshot.values["table"])
+        for snapshot in app.get_state_history(config)
+        if "table" in snapshot.values and snapshot.metadata["source"] == "loop"
+    }
+
+
+def start_table() -> dict[str, Any]:
+    return {key: {"n": i, "text": "x" * (i % 7)} for i, key in enumerate(KEYS)}
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(ops=steps)
+def test_every_checkpoint_reads_the_map_its_step_returned(ops: list[list[Any]]) -> None:
+    with SqliteSaver.from_conn_string(":memory:") as saver:
+        app = graph(saver)
+        config = {"configurable": {"thread_id": "t"}, "recursion_limit": 100}
+        # computed first: a value changed in place is the very object the ops hold
+        tables = expected_tables(start_table(), copy.deepcopy(ops))
+        app.invoke({"table": start_table(), "ops": ops, "step": 0}, config)
+        read = read_tables(app, config)
+        assert read == {step: tables[step] for step in read}
+        assert sorted(read) == list(range(len(ops) + 1))
+
+
+def test_a_map_reads_back_after_a_restart_a_fork_and_a_prune(tmp_path: Path) -> None:
+    db = tmp_path / "ttcli.db"
+    ops = [[("set", KEYS[i % 40], {"v": i})] for i in range(100)]
+    config = {"configurable": {"thread_id": "t"}, "recursion_limit": 200}
+    with SqliteSaver.from_conn_string(db) as saver:
+        graph(saver).invoke({"table": start_table(), "ops": ops, "step": 0}, config)
+    tables = expected_tables(start_table(), ops)
+    with SqliteSaver.from_conn_string(db) as saver:  # nothing remembered: read from the file
+        app = graph(saver)
+        assert read_tables(app, config) == dict(enumerate(tables))
+        past = next(s for s in app.get_state_history(config) if s.values.get("step") == 37)
+        forked = app.update_state(
+            past.config, {"table": changed(past.values["table"], [("delete", "key3")])}
+        )
+        fork = app.get_state(forked)
+        assert exactly(fork.values["table"]) == exactly(
+            changed(past.values["table"], [("delete", "key3")])
+        )
+        policy = PrunePolicy(older_than=dt.datetime.now(dt.UTC) + dt.timedelta(days=1), keep_last=5)
+        execute_prune(saver, plan_prune(saver, policy))
+        assert app.get_state(forked).values == fork.values
+        kept = list(app.get_state_history(config))
+        assert [s.config for s in kept[:1]] == [fork.config]
+        assert len(kept) == 5
+        for snapshot in kept[1:]:
+            assert exactly(snapshot.values["table"]) == tables[snapshot.values["step"]]
+    result = ttcli(db, "verify")
+    assert (result.exit_code, result.stdout) == (
+        0,
+        "checked 5 checkpoints in 1 threads: 0 problems\n",
+    )
+
+
+def test_a_map_written_by_a_node_is_its_pending_write_too(tmp_path: Path) -> None:
+    """An interrupted step's write of a map reads back whole, as the value it wrote."""
+    with SqliteSaver.from_conn_string(tmp_path / "ttcli.db") as saver:
+        app = graph(saver)
+        config = {"configurable": {"thread_id": "t"}, "recursion_limit": 200}
+        ops = [[("set", "key1", i)] for i in range(10)]
+        app.invoke({"table": start_table(), "ops": ops, "step": 0}, config)
+        latest = app.get_state(config)
+        parent = next(s for s in app.get_state_history(config) if s.values["step"] == 9)
+        saved = saver.get_tuple(parent.config)
+        assert saved is not None
+        written = [
+            value for _task, channel, value in saved.pending_writes or [] if channel == "table"
+        ]
+        assert [exactly(v) for v in written] == [exactly(latest.values["table"])]
+        assert json.dumps(written[0], sort_keys=True) == json.dumps(
+            latest.values["table"], sort_keys=True
+        )
