@@ -50,10 +50,10 @@ from ttcli.runtime.commands import (
     TaskScratchpad,
     run_in_task,
 )
-from ttcli.runtime.execute import Chunk, Event, Finished, Outcome, execute
+from ttcli.runtime.execute import Chunk, Event, Finished, Outcome, Workers, execute
 from ttcli.runtime.messages_mode import message_chunks
 from ttcli.runtime.pending import TaskRecord, answers, null_writes, records
-from ttcli.runtime.recorder import Recorder
+from ttcli.runtime.recorder import Recorder, TaskWrites
 from ttcli.runtime.retry import with_retries
 from ttcli.runtime.settings import RunSettings, recursion_limit, where
 from ttcli.runtime.subgraphs import ParentLink, child_parents, task_namespace
@@ -88,8 +88,10 @@ class Run:
         self.interrupts: list[Interrupt] = []
         #: an answer given when no interrupt was waiting, for the first `interrupt()` to ask
         self.spare: list[Any] = self.link.spare if self.link is not None else []
-        #: the writes of a superstep's only task, saved with the checkpoint it leads to
-        self.deferred: tuple[str, str, list[tuple[str, Any]]] | None = None
+        #: the writes of a superstep's finished tasks, saved with the checkpoint they lead to
+        #: (one commit a step), or together when the step stops short of one
+        self.deferred: list[TaskWrites] = []
+        self.workers = Workers()
         self.limit = recursion_limit(self.config)
         self.ref = where(self.config, checked=self.saver is not None)
         if isinstance(input, Command) and input.resume is not None and self.saver is None:
@@ -102,6 +104,7 @@ class Run:
             yield from self._steps()
             completed = not self.interrupts
         finally:  # stopped early, or failed: a finished task's writes are kept all the same
+            self.workers.close()
             self._flush()
             # a subgraph that ran to its end leaves nothing at exit: its parent's checkpoint
             # holds the result
@@ -240,7 +243,7 @@ class Run:
             task, outcome = event
             if outcome is not None and not isinstance(outcome, GraphInterrupt):
                 errors[task.id] = outcome
-            yield from self._take_outcome(task, outcome, alone=len(tasks) == 1)
+            yield from self._take_outcome(task, outcome)
             if task in shown:
                 yield "debug", debug.result_event(self.plan, task, outcome, self.step)
         for task in tasks:
@@ -264,7 +267,7 @@ class Run:
         task.output = {k: v for k, v in task.writes if k in self.plan.state_keys} or None
         return True
 
-    def _take_outcome(self, task: Task, outcome: Outcome, *, alone: bool) -> Iterator[Chunk]:
+    def _take_outcome(self, task: Task, outcome: Outcome) -> Iterator[Chunk]:
         """Save what a task did, and stream its update or interrupt."""
         if isinstance(outcome, GraphInterrupt):
             raised = list(outcome.interrupts)
@@ -276,11 +279,9 @@ class Run:
         elif outcome is not None:
             self._save_writes(task.id, task.path_text, [(ERROR, repr(outcome))])
         else:
-            writes = task.writes or [(NO_WRITES, None)]
-            if alone:  # saved with the checkpoint it leads to: one commit a step
-                self.deferred = (task.id, task.path_text, writes)
-            else:  # each as it finishes: after a crash only unfinished tasks run again
-                self._save_writes(task.id, task.path_text, writes)
+            # saved with the checkpoint they lead to: one commit a step (after a crash in
+            # the step, its tasks run again)
+            self.deferred.append((task.id, task.path_text, task.writes or [(NO_WRITES, None)]))
             if task.name != START:
                 if "messages" in self.settings.modes:
                     yield from message_chunks(task, self._task_input(task), self.step, self.ref)
@@ -298,7 +299,7 @@ class Run:
                 outcome = outcome.adopted(scratchpad)
             return outcome
 
-        return execute(tasks, call, self.chunks)
+        return execute(tasks, call, self.chunks, self.workers)
 
     def _link(self, task: Task) -> ParentLink:
         """What a subgraph the task runs takes from this run."""
@@ -361,10 +362,11 @@ class Run:
         self.recorder.put_writes(self.parent, (task_id, task_path, writes))
 
     def _flush(self) -> None:
-        """Save the writes of a superstep's only task, held back to go with its checkpoint."""
-        if self.deferred is not None:
-            deferred, self.deferred = self.deferred, None
-            self._save_writes(*deferred)
+        """Save the writes of a superstep's finished tasks, held back to go with its
+        checkpoint, when the step ends without one."""
+        if self.deferred:
+            deferred, self.deferred = self.deferred, []
+            self.recorder.put_writes_together(self.parent, deferred)
 
     def _put_checkpoint(
         self, source: str, writes: dict[str, Any] | None, updated: set[str] | None
@@ -377,7 +379,7 @@ class Run:
             metadata["parents"] = dict(self.link.parents)
         parent_config = self.parent.to_config() if self.parent.checkpoint_id else None
         self.recorder.put(self.parent, checkpoint, metadata, self.deferred)
-        self.deferred = None  # committed; had the batch failed, they are saved alone
+        self.deferred = []  # committed; had the batch failed, they are saved alone
         self.checkpoint, self.metadata, self.pending = checkpoint, metadata, []
         self.parent = self.ref.at(checkpoint["id"])
         self.latest_id = checkpoint["id"]

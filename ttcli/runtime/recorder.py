@@ -52,12 +52,20 @@ class Recorder:
         task_id, task_path, values = writes
         self.saver.put_writes(at.to_config(), values, task_id, task_path)
 
+    def put_writes_together(self, at: CheckpointRef, writes: list[TaskWrites]) -> None:
+        """Save several tasks' writes in one transaction where the saver groups writes."""
+        if self.saver is None or not writes:
+            return
+        with self.saver.batch():
+            for task_writes in writes:
+                self.put_writes(at, task_writes)
+
     def put(
         self,
         parent: CheckpointRef,
         checkpoint: Checkpoint,
         metadata: dict[str, Any],
-        deferred: TaskWrites | None,
+        deferred: list[TaskWrites],
     ) -> None:
         """Save `checkpoint` as a child of `parent`, with the writes that led to it."""
         if self.saver is None:
@@ -69,8 +77,8 @@ class Recorder:
             return
         changed = new_versions(self.stored_versions, checkpoint["channel_versions"])
         with self.saver.batch():
-            if deferred is not None:
-                self.put_writes(parent, deferred)
+            for writes in deferred:
+                self.put_writes(parent, writes)
             self.saver.put(parent.to_config(), checkpoint, metadata, changed)
         self.stored_versions = dict(checkpoint["channel_versions"])
 
@@ -84,6 +92,6 @@ class Recorder:
         if not keep:
             return
         if unsaved is not None:
-            self.put(*unsaved, None)
+            self.put(*unsaved, [])
         for at, writes in held:
             self.put_writes(at, writes)
