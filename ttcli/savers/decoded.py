@@ -7,6 +7,7 @@ kept; each reader gets copies, checked against what was stored before every reus
 from __future__ import annotations
 
 import operator
+from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import chain, repeat
@@ -61,6 +62,12 @@ class Decoded:
         extend it."""
         if not self.messages:
             return self
+        if len(self.messages) == len(self.items) and all(
+            kind.__new__ is dict.__new__ for kind in set(map(type, self.items))
+        ):  # all messages of classes built as dicts are: copied at C speed
+            items = tuple(map(dict.__new__, map(type, self.items)))
+            deque(map(dict.update, items, self.items), maxlen=0)
+            return Decoded(items, items, self.sizes, self.keys, self.values)
         items = tuple(copy_message(i) if isinstance(i, Message) else i for i in self.items)
         messages = tuple(item for item in items if isinstance(item, Message))
         return Decoded(items, messages, self.sizes, self.keys, self.values)
