@@ -4,6 +4,7 @@ on LangGraph: its file grows with the square of the turns (~1 GB here)."""
 
 from __future__ import annotations
 
+import random
 import time
 from pathlib import Path
 
@@ -11,6 +12,7 @@ from bench.chat import REPLY_BYTES, USER_BYTES, texts, ttcli_app
 
 TURNS = 1000
 EDGE = 50
+READS = 20
 
 
 def main(workdir: Path) -> list[tuple[str, str, str, str]]:
@@ -23,6 +25,11 @@ def main(workdir: Path) -> list[tuple[str, str, str, str]]:
         started = time.perf_counter()
         app.invoke({"messages": [("user", user)]}, config)
         times.append(time.perf_counter() - started)
+    history = [snapshot.config for snapshot in app.get_state_history(config)]
+    started = time.perf_counter()
+    for pick in random.Random(9).sample(history, READS):
+        app.get_state(pick)
+    per_read = (time.perf_counter() - started) / READS
     close()
     ratio = path.stat().st_size / (TURNS * (USER_BYTES + REPLY_BYTES))
     first, last = sum(times[:EDGE]) / EDGE, sum(times[-EDGE:]) / EDGE
@@ -33,5 +40,11 @@ def main(workdir: Path) -> list[tuple[str, str, str, str]]:
             f"{last * 1e3:.2f} / {first * 1e3:.2f}",
             "",
             f"{last / first:.2f}x",
+        ),
+        (
+            f"chat, {TURNS:,} turns: read a random past checkpoint (ms)",
+            f"{per_read * 1e3:.2f}",
+            "",
+            "",
         ),
     ]

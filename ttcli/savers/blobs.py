@@ -42,7 +42,7 @@ RECORD_ENTRY_MIN = 48  # map entries at least this large become blobs of their o
 # An append chain gets a keyframe (a full copy) only once it is this deep AND its appends add
 # up to the size of its last keyframe: keyframes then cost at most the value's size again,
 # and a read walks a bounded number of rows per byte of value.
-CHAIN_DEPTH_MIN = 1024
+CHAIN_DEPTH_MIN = 4096
 # However small the appends, a chain never grows longer than this (a keyframe comes first): a
 # longer chain, or one whose blob points at itself or a newer blob, is damaged, and reading
 # it stops there instead of walking forever.
