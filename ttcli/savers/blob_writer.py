@@ -123,7 +123,7 @@ class BlobWriter:
         if type(value) is list and isinstance(previous, Ref):
             appended = self._append(value, previous.key, data=data)
             if appended is not None:
-                self.store.keep_decoded(appended.key, value)
+                self.store.keep_decoded(appended.key, value, base_key=previous.key)
                 return appended
         found = self.pool.get(data)
         if isinstance(found, Ref) and found.key in self.adopted:

@@ -33,7 +33,7 @@ from typing import Any, Protocol
 
 from ttcli.errors import CorruptValueError
 from ttcli.savers import dict_delta, serde
-from ttcli.savers.decoded import Decoded
+from ttcli.savers.decoded import Decoded, Lineage
 from ttcli.savers.dict_delta import DictInfo
 from ttcli.savers.serde import Ref, Serializer
 
@@ -103,6 +103,9 @@ class BlobStore:
         self._recent: OrderedDict[int, ChannelInfo] = OrderedDict()
         self._decoded: OrderedDict[int, Decoded] = OrderedDict()
         self._dicts: OrderedDict[int, DictInfo] = OrderedDict()
+        # per kept list: the blobs it extends (a past checkpoint's list is a prefix of it)
+        self._lineages: dict[int, Lineage] = {}
+        self._lengths: dict[int, dict[int, int]] = {}
 
     # -- reading ---------------------------------------------------------------------------
 
@@ -153,9 +156,27 @@ class BlobStore:
                 self._decoded[blob_key] = handed
                 self._decoded.move_to_end(blob_key)
                 return list(handed.items)
-        value = self._read_chain(blob_key)
-        self.keep_decoded(blob_key, value)
+        past = self._prefix(blob_key)
+        if past is not None:
+            return past
+        rows = self._chain(blob_key)
+        value = self._read_chain(blob_key, rows)
+        self.keep_decoded(blob_key, value, lineage=_lineage(rows))
         return value
+
+    def _prefix(self, blob_key: int) -> list[Any] | None:
+        """The blob's list as the start of a kept list that extends it, if one does."""
+        for kept_key in reversed(self._decoded):
+            lengths = self._lengths.get(kept_key)
+            if lengths is None:
+                lineage = self._lineages.get(kept_key)
+                lengths = self._lengths[kept_key] = {} if lineage is None else lineage.lengths()
+            length = lengths.get(blob_key)
+            if length is not None:
+                kept = self._decoded[kept_key]
+                copies = kept.prefix(length)  # copied first, then compared (see above)
+                return copies if kept.intact() else None
+        return None
 
     def appended_items(self, blob_key: int, value: list[Any]) -> list[Any] | None:
         """The items `value` adds to the list kept decoded for the blob, if it starts with
@@ -172,18 +193,35 @@ class BlobStore:
         decoded = self._decoded.get(base_key)
         kept = None if decoded is None else decoded.extended(tail)
         if kept is not None:
-            self._keep(blob_key, kept)
+            self._keep(
+                blob_key, kept, Lineage(blob_key, len(kept.items), self._lineages.get(base_key))
+            )
 
-    def keep_decoded(self, blob_key: int, value: Any) -> None:
-        """Keep a list channel value the blob holds, to hand out copies of (see Decoded)."""
+    def keep_decoded(
+        self,
+        blob_key: int,
+        value: Any,
+        *,
+        base_key: int | None = None,
+        lineage: Lineage | None = None,
+    ) -> None:
+        """Keep a list channel value the blob holds, to hand out copies of (see Decoded);
+        with the blob it appends to, or the lineage of the blobs it extends, if known."""
         kept = Decoded.of(value)
-        if kept is not None:
-            self._keep(blob_key, kept)
+        if kept is None:
+            return
+        if lineage is None:
+            parent = None if base_key is None else self._lineages.get(base_key)
+            lineage = Lineage(blob_key, len(kept.items), parent)
+        self._keep(blob_key, kept, lineage)
 
-    def _keep(self, blob_key: int, kept: Decoded) -> None:
+    def _keep(self, blob_key: int, kept: Decoded, lineage: Lineage) -> None:
         self._decoded[blob_key] = kept
+        self._lineages[blob_key] = lineage
         if len(self._decoded) > DECODED_MAX:
-            self._decoded.popitem(last=False)
+            gone, _ = self._decoded.popitem(last=False)
+            self._lineages.pop(gone, None)
+            self._lengths.pop(gone, None)
 
     def _chain(self, blob_key: int) -> list[Any]:
         """The blob and the blobs it appends to, oldest first (see `BlobRows.chain`).
@@ -314,6 +352,33 @@ class BlobStore:
         self._recent.clear()
         self._decoded.clear()
         self._dicts.clear()
+        self._lineages.clear()
+        self._lengths.clear()
+
+
+def _lineage(rows: list[Any]) -> Lineage | None:
+    """The lineage of a chain of plain lists (oldest first), from their encoded lengths."""
+    node, length = None, 0
+    for blob_key, _base, is_record, data in rows:
+        count = None if is_record else _list_length(data)
+        if count is None:
+            return None
+        length += count
+        node = Lineage(blob_key, length, node)
+    return node
+
+
+def _list_length(data: bytes) -> int | None:
+    first = data[:1]
+    if not first:
+        return None
+    if 0x90 <= first[0] <= 0x9F:
+        return first[0] & 0x0F
+    if first[0] == 0xDC and len(data) >= 3:
+        return int.from_bytes(data[1:3], "big")
+    if first[0] == 0xDD and len(data) >= 5:
+        return int.from_bytes(data[1:5], "big")
+    return None
 
 
 def _older(blob_key: int, links: Iterable[int]) -> None:

@@ -1,7 +1,8 @@
 """Decoded list values kept between reads: a chat reads its history at every turn.
 
-Only lists of immutable scalars and of messages whose fields are all immutable scalars are
-kept; each reader gets copies, checked against what was stored before every reuse.
+Only lists of immutable scalars, and of messages or plain dicts whose fields are all immutable
+scalars, are kept; each reader gets copies, checked against what was stored before every
+reuse.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ import operator
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
-from itertools import chain, repeat
+from itertools import chain
 from typing import Any
 
 from ttcli.savers import serde
@@ -21,11 +22,12 @@ from ttcli.values import Message, copy_message
 class Decoded:
     """A list channel value as decoded, handed out as copies while it is intact.
 
-    Only lists of immutable scalars and of messages whose fields are all immutable scalars
-    are kept. Before every reuse each message's fields are checked to be the very objects
-    they were (by identity, at C speed: an equal value of another type or sign, such as True
-    for 1, is a change), so a message changed in place is never handed out again; and each
-    reader gets messages of its own (copies), so what one reader changes no other sees.
+    Only lists of immutable scalars, and of messages or plain dicts (both "messages" here)
+    whose fields are all immutable scalars, are kept. Before every reuse each message's
+    fields are checked to be the very objects they were (by identity, at C speed: an equal
+    value of another type or sign, such as True for 1, is a change), so a message changed in
+    place is never handed out again; and each reader gets messages of its own (copies), so
+    what one reader changes no other sees.
     """
 
     items: tuple[Any, ...]
@@ -40,9 +42,10 @@ class Decoded:
         # checked at C speed: this runs for every list a chat stores or reads
         if type(value) is not list:
             return None
-        if all(map(serde.SCALARS.__contains__, map(type, value))):
+        kinds = set(map(type, value))
+        if kinds <= serde.SCALARS:
             return cls(tuple(value), (), (), (), ())
-        if all(map(isinstance, value, repeat(Message))) and all(
+        if all(kind is dict or issubclass(kind, Message) for kind in kinds) and all(
             map(serde.SCALARS.__contains__, map(type, chain.from_iterable(map(dict.values, value))))
         ):
             return cls(tuple(value), tuple(value), *_shape(value))
@@ -62,15 +65,15 @@ class Decoded:
         extend it."""
         if not self.messages:
             return self
-        if len(self.messages) == len(self.items) and all(
-            kind.__new__ is dict.__new__ for kind in set(map(type, self.items))
-        ):  # all messages of classes built as dicts are: copied at C speed
-            items = tuple(map(dict.__new__, map(type, self.items)))
-            deque(map(dict.update, items, self.items), maxlen=0)
-            return Decoded(items, items, self.sizes, self.keys, self.values)
-        items = tuple(copy_message(i) if isinstance(i, Message) else i for i in self.items)
-        messages = tuple(item for item in items if isinstance(item, Message))
+        items = _copies(self.items, all_records=len(self.messages) == len(self.items))
+        messages = items if len(self.messages) == len(items) else _records(items)
         return Decoded(items, messages, self.sizes, self.keys, self.values)
+
+    def prefix(self, length: int) -> list[Any]:
+        """Copies of the first `length` items (the list a blob this one extends holds)."""
+        if not self.messages:
+            return list(self.items[:length])
+        return list(_copies(self.items[:length], all_records=len(self.messages) == len(self.items)))
 
     def extended(self, tail: list[Any]) -> Decoded | None:
         """This list grown by `tail`, checking only the new items."""
@@ -84,6 +87,39 @@ class Decoded:
             self.keys + added.keys,
             self.values + added.values,
         )
+
+
+@dataclass(frozen=True, slots=True)
+class Lineage:
+    """A kept list's blob and the blobs it extends, with the length of each one's list."""
+
+    blob_key: int
+    length: int
+    parent: Lineage | None
+
+    def lengths(self) -> dict[int, int]:
+        found: dict[int, int] = {}
+        node: Lineage | None = self
+        while node is not None:
+            found[node.blob_key] = node.length
+            node = node.parent
+        return found
+
+
+def _copies(items: tuple[Any, ...], *, all_records: bool) -> tuple[Any, ...]:
+    if all_records and all(kind.__new__ is dict.__new__ for kind in set(map(type, items))):
+        # messages of classes built as dicts, and plain dicts: copied at C speed
+        copies: tuple[Any, ...] = tuple(map(dict.__new__, map(type, items)))
+        deque(map(dict.update, copies, items), maxlen=0)
+        return copies
+    return tuple(
+        copy_message(i) if isinstance(i, Message) else dict(i) if type(i) is dict else i
+        for i in items
+    )
+
+
+def _records(items: tuple[Any, ...]) -> tuple[Any, ...]:
+    return tuple(item for item in items if isinstance(item, dict))
 
 
 def _shape(messages: Sequence[Message]) -> tuple[tuple[Any, ...], ...]:
