@@ -430,6 +430,42 @@ def test_a_value_changed_in_place_by_its_reader_reads_as_stored(db_path: Path) -
         assert [dict(m) for m in again] == stored
 
 
+class DictChat(TypedDict):
+    messages: Annotated[list[dict[str, str]], operator.add]
+
+
+@pytest.mark.parametrize("kind", ["messages", "plain dicts"])
+def test_past_checkpoints_read_as_stored_after_their_readers_change_them(
+    db_path: Path, kind: str
+) -> None:
+    """A past checkpoint's list is handed out from the newer list that starts with it:
+    never with what a reader of either changed in place."""
+    if kind == "messages":
+        builder = reply_graph()
+        question: Any = ("user", "a question " * 8)
+    else:
+        builder = StateGraph(DictChat)
+        builder.add_node("bot", lambda state: {"messages": [{"role": "bot", "text": "hi " * 9}]})
+        builder.add_edge(START, "bot")
+        question = [{"role": "user", "text": "a question " * 8}]
+    with SqliteSaver.from_conn_string(db_path) as saver:
+        app = builder.compile(checkpointer=saver)
+        for _ in range(20):  # more lists than the saver keeps decoded
+            app.invoke({"messages": question}, config("t"))
+        history = list(app.get_state_history(config("t")))
+        stored = [[dict(m) for m in s.values["messages"]] for s in history]
+        one, other = (app.get_state(history[-5].config).values["messages"] for _ in range(2))
+        one[0]["role"] = "changed by one reader"  # the other reader's copy stays as stored
+        assert [dict(m) for m in other] == stored[-5]
+        latest = app.get_state(config("t")).values["messages"]
+        latest[0]["text" if kind == "plain dicts" else "content"] = "changed by a reader"
+        history[-2].values["messages"][0]["role"] = "changed too"
+        again = [
+            [dict(m) for m in s.values["messages"]] for s in app.get_state_history(config("t"))
+        ]
+        assert again == stored
+
+
 def test_a_message_a_node_changed_in_place_is_stored_changed(db_path: Path) -> None:
     def bot(state: MessagesState) -> dict[str, Any]:
         state["messages"][0]["content"] = "edited in place"  # not the way to do it, but kept
