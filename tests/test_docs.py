@@ -32,6 +32,15 @@ def test_the_command_line_starts_without_the_runtime() -> None:
         [sys.executable, "-c", script], capture_output=True, text=True, check=True
     ).stdout
     assert "ttcli.runtime.loop" not in loaded and "tabulate" not in loaded
+    # what only other commands use is imported by them (issue 16: start-up of history, show)
+    for unused in (
+        "ttcli.ops.verify",
+        "ttcli.ops.tree",
+        "ttcli.ops.diff",
+        "ttcli.ops.fork",
+        "ttcli.ops.pictures",
+    ):
+        assert f"'{unused}'" not in loaded, unused
 
 
 def test_langgraph_names_are_importable_from_ttcli() -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -18,11 +18,11 @@ from ttcli.cli.main import (
 )
 from ttcli.cli.params import assignments
 from ttcli.configs import CheckpointRef
-from ttcli.ops import inspect, pictures
-from ttcli.ops import tree as trees
-from ttcli.ops import verify as checks
-from ttcli.ops.diff import diff_values
+from ttcli.ops import inspect
 from ttcli.ops.refs import resolve, short_ids
+
+if TYPE_CHECKING:
+    from ttcli.ops.verify import Finding
 
 
 @click.command()
@@ -224,6 +224,8 @@ def diff(env: Env, ref_a: str, ref_b: str, thread: str, ns: str, exit_code: bool
     """
     saver, ref = env.saver(), CheckpointRef(thread, ns)
     a, b = (inspect.describe(saver, resolve(saver, ref, r)) for r in (ref_a, ref_b))
+    from ttcli.ops.diff import diff_values  # here: `history` and `show` never load it
+
     changes = diff_values(a.values, b.values)
     steps = {
         "next": (list(a.entry.next), list(b.entry.next)),
@@ -325,6 +327,8 @@ def tree(env: Env, thread: str, ns: str) -> None:
         ttcli tree --thread order:123 --format mermaid > order.mmd
         ttcli tree --thread order:123 --format dot | dot -Tsvg > order.svg
     """
+    from ttcli.ops import tree as trees  # here: `history` and `show` never load it
+
     saver, ref = env.saver(), CheckpointRef(thread, ns)
     entries = inspect.history(saver, ref)
     short, marks = short_ids(e.checkpoint_id for e in entries), trees.marks(entries)
@@ -335,6 +339,8 @@ def tree(env: Env, thread: str, ns: str) -> None:
             + (f" ({marks[e.checkpoint_id]})" if e.checkpoint_id in marks else "")
             for e in entries
         }
+        from ttcli.ops import pictures
+
         render.picture(env, pictures.of_thread(entries, titles, paused))
         return
     labels = {e.checkpoint_id: _tree_label(e, short) for e in entries}
@@ -371,6 +377,8 @@ def verify(env: Env) -> None:
     Example:
         ttcli verify --db agent.db
     """
+    from ttcli.ops import verify as checks  # here: `history` and `show` never load it
+
     report = checks.verify(env.saver())
     render.rows(
         env,
@@ -395,5 +403,5 @@ def verify(env: Env) -> None:
 FINDING_FIELDS = ["thread_id", "checkpoint_id", "where", "what", "problem"]
 
 
-def vars_of(finding: checks.Finding) -> dict[str, Any]:
+def vars_of(finding: Finding) -> dict[str, Any]:
     return {k: getattr(finding, k) for k in FINDING_FIELDS}

@@ -15,13 +15,15 @@ import sys
 import uuid
 from collections.abc import Mapping, Sequence
 from decimal import Decimal
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from ttcli.cli.main import PICTURES, Env
 from ttcli.ops.inspect import Asked, Waiting
-from ttcli.ops.pictures import DRAWERS, Picture
+
+if TYPE_CHECKING:
+    from ttcli.ops.pictures import Picture
 
 
 def jsonable(value: Any) -> Any:
@@ -187,4 +189,6 @@ def waiting_lines(waits: Sequence[Waiting]) -> list[str]:
 
 def picture(env: Env, drawn: Picture) -> None:
     """A picture in the format asked for (mermaid or dot)."""
+    from ttcli.ops.pictures import DRAWERS  # here: `history` and `show` never load it
+
     click.echo(DRAWERS[env.format](drawn), nl=False)

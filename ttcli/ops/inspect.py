@@ -15,7 +15,6 @@ from typing import Any
 from ttcli.configs import CheckpointRef
 from ttcli.errors import ThreadNotFoundError
 from ttcli.ops import paths
-from ttcli.ops.fork import last_activity
 from ttcli.savers.base import NOT_LOADED, BaseSaver, CheckpointTuple, TaskWrite, ThreadSummary
 
 _SPECIAL = frozenset({"__error__", "__interrupt__", "__resume__", "__no_writes__", "__scheduled__"})
@@ -396,9 +395,15 @@ def threads(saver: BaseSaver, prefix: str = "", *, sizes: bool = False) -> list[
                 checkpoint_ns=summary.checkpoint_ns,
                 checkpoints=summary.checkpoints,
                 last_step=int(latest.metadata.get("step", 0)),
-                last_activity=last_activity(summary.latest_ts, info),
+                last_activity=_last_activity(summary.latest_ts, info),
                 status=found,
                 bytes=saver.thread_bytes(ref.to_config()) if sizes else None,
             )
         )
     return rows
+
+
+def _last_activity(latest_ts: str, info: Mapping[str, Any]) -> str:
+    from ttcli.ops.fork import last_activity  # here: `history` and `show` never load forks
+
+    return last_activity(latest_ts, info)
