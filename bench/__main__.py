@@ -39,7 +39,7 @@ def main() -> None:
             supersteps.main(Path(workdir))
             + chat.main(Path(workdir))
             + families.main(Path(workdir))
-            + long_chat.main(Path(workdir))
+            + in_own_process(long_chat, Path(workdir))
             + in_own_process(prune, Path(workdir))
             + scale.main(Path(workdir))
             + startup.main(Path(workdir))

@@ -122,8 +122,15 @@ class SqliteSaver(BaseSaver):
     ) -> Iterator[CheckpointTuple]:
         query, params = list_query(config, filter, before, limit)
         with self.connection.read() as conn:
-            found = [self.states.tuple(conn, row) for row in conn.execute(query, params)]
-        yield from found
+            rows = conn.execute(query, params).fetchall()
+        # decoded as each is yielded (a whole history's values never sit in memory at once),
+        # each in a read of its own (the caller may write between two)
+        for row in rows:
+            with self.connection.read() as conn:
+                if not self.rows.exists(conn, row[0], row[3]):
+                    continue  # deleted since (a prune)
+                saved = self.states.tuple(conn, row)
+            yield saved
 
     def list_metadata(
         self,
