@@ -35,6 +35,7 @@ class DictInfo:
     key_data: list[bytes]  # each key encoded
     value_data: list[bytes]  # each value encoded
     depth: int  # deltas since the full copy
+    size: int  # bytes of its entries encoded
 
     def data(self) -> bytes:
         """The whole map, encoded as `serde.dumps` encodes it."""
@@ -59,7 +60,8 @@ def info_of(value: Any, depth: int) -> DictInfo | None:
     if found is None:
         return None
     keys, values = found
-    return DictInfo(keys, list(map(serde.packer().pack, keys)), values, depth)
+    key_data = list(map(serde.packer().pack, keys))
+    return DictInfo(keys, key_data, values, depth, _size(key_data) + _size(values))
 
 
 def delta(base: DictInfo, keys: list[str], values: list[bytes]) -> tuple[bytes, DictInfo] | None:
@@ -72,6 +74,8 @@ def delta(base: DictInfo, keys: list[str], values: list[bytes]) -> tuple[bytes, 
     if keys == base.keys:  # the usual case, compared at C speed
         key_data = base.key_data
         changed = list(compress(range(len(keys)), map(operator.ne, values, base.value_data)))
+        before = base.value_data
+        size = base.size + sum(len(values[i]) - len(before[i]) for i in changed)
     else:
         key_data = list(map(serde.packer().pack, keys))
         old = dict(zip(base.keys, base.value_data, strict=True))
@@ -84,6 +88,7 @@ def delta(base: DictInfo, keys: list[str], values: list[bytes]) -> tuple[bytes, 
         merged.update(dict.fromkeys(keys[i] for i in changed))
         if list(merged) != keys:
             return None  # the order changed: applying the delta would not rebuild it
+        size = _size(key_data) + _size(values)
     packer = serde.packer()
     data = b"".join(
         [
@@ -95,9 +100,13 @@ def delta(base: DictInfo, keys: list[str], values: list[bytes]) -> tuple[bytes, 
             *map(packer.pack, deleted),
         ]
     )
-    if 2 * len(data) >= sum(map(len, values)) + sum(map(len, key_data)):
+    if 2 * len(data) >= size:
         return None
-    return data, DictInfo(keys, key_data, values, base.depth + 1)
+    return data, DictInfo(keys, key_data, values, base.depth + 1, size)
+
+
+def _size(parts: list[bytes]) -> int:
+    return sum(map(len, parts))
 
 
 def is_delta(data: bytes) -> bool:
