@@ -160,10 +160,12 @@ class BlobWriter:
                 delta = self.serde.dumps(tail)
             except SerializationError:
                 return None  # encoding the whole value names what cannot be stored
-            data = array_header(len(value)) + body(base.data) + body(delta)
+            # the whole value is not encoded: the next append finds its new items the same
+            # way, and encodes the list from the store only if it must (`channel_data`)
+            data = None
         else:
             assert data is not None
-            old_body, new_body = body(base.data), body(data)
+            old_body, new_body = body(self.store.channel_data(base_key, base)), body(data)
             if not new_body.startswith(old_body):
                 return None
             delta = array_header(len(value) - base.length) + new_body[len(old_body) :]

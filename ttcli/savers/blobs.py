@@ -86,7 +86,7 @@ def entry_refs(entry: Any) -> Iterator[int]:
 class ChannelInfo:
     """What append detection needs to know about a stored channel value."""
 
-    data: bytes  # the whole value, encoded
+    data: bytes | None  # the whole value, encoded (None: not kept, see `channel_data`)
     length: int  # list length, -1 for other values
     depth: int  # appends since the keyframe
     keyframe_bytes: int
@@ -341,6 +341,12 @@ class BlobStore:
         self._dicts[blob_key] = info
         if len(self._dicts) > DECODED_MAX:
             self._dicts.popitem(last=False)
+
+    def channel_data(self, blob_key: int, info: ChannelInfo) -> bytes:
+        """The whole value of a channel blob, encoded."""
+        if info.data is not None:
+            return info.data
+        return self.serde.dumps(self.read_channel(blob_key))
 
     def remember(self, blob_key: int, info: ChannelInfo) -> None:
         self._recent[blob_key] = info
