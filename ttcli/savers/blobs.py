@@ -175,7 +175,7 @@ class BlobStore:
             if length is not None:
                 kept = self._decoded[kept_key]
                 copies = kept.prefix(length)  # copied first, then compared (see above)
-                return copies if kept.intact() else None
+                return copies if kept.intact(length) else None
         return None
 
     def appended_items(self, blob_key: int, value: list[Any]) -> list[Any] | None:

@@ -51,10 +51,15 @@ class Decoded:
             return cls(tuple(value), tuple(value), *_shape(value))
         return None
 
-    def intact(self) -> bool:
-        messages = self.messages
+    def intact(self, length: int | None = None) -> bool:
+        """Whether every message is as it was kept (with `length`, those among the first
+        `length` items)."""
+        messages, sizes = self.messages, self.sizes
+        if length is not None and len(messages) == len(self.items):
+            messages, sizes = messages[:length], sizes[:length]
+        # map() stops with the messages checked: their fields are the first ones kept
         return (
-            tuple(map(len, messages)) == self.sizes
+            tuple(map(len, messages)) == sizes
             and all(map(operator.is_, chain.from_iterable(map(dict.values, messages)), self.values))
             and all(map(operator.is_, chain.from_iterable(map(dict.keys, messages)), self.keys))
         )
