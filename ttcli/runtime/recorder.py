@@ -10,6 +10,7 @@ subgraph saves one only when it paused or failed.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from contextlib import nullcontext
 from typing import Any
 
 from ttcli.configs import CheckpointRef
@@ -56,7 +57,8 @@ class Recorder:
         """Save several tasks' writes in one transaction where the saver groups writes."""
         if self.saver is None or not writes:
             return
-        with self.saver.batch():
+        # with durability="exit" they are held until the run ends: nothing to write now
+        with nullcontext() if self.at_exit else self.saver.batch():
             for task_writes in writes:
                 self.put_writes(at, task_writes)
 
