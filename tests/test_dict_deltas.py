@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 from typing import Any, TypedDict
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -100,7 +101,11 @@ def read_tables(app: Any, config: dict[str, Any]) -> dict[int, Any]:
     }
 
 
-def start_table() -> dict[str, Any]:
+def start_table(text: int = 0) -> dict[str, Any]:
+    """The map the graph starts with; with `text`, its entries are texts that long, each
+    stored apart (the map is a record) in its full copies."""
+    if text:
+        return {key: f"{i}:" + "x" * text for i, key in enumerate(KEYS)}
     return {key: {"n": i, "text": "x" * (i % 7)} for i, key in enumerate(KEYS)}
 
 
@@ -118,13 +123,14 @@ def test_every_checkpoint_reads_the_map_its_step_returned(ops: list[list[Any]]) 
         assert sorted(read) == list(range(len(ops) + 1))
 
 
-def test_a_map_reads_back_after_a_restart_a_fork_and_a_prune(tmp_path: Path) -> None:
+@pytest.mark.parametrize("text", [0, 60], ids=["small entries", "entries stored apart"])
+def test_a_map_reads_back_after_a_restart_a_fork_and_a_prune(tmp_path: Path, text: int) -> None:
     db = tmp_path / "ttcli.db"
     ops = [[("set", KEYS[i % 40], {"v": i})] for i in range(100)]
     config = {"configurable": {"thread_id": "t"}, "recursion_limit": 200}
     with SqliteSaver.from_conn_string(db) as saver:
-        graph(saver).invoke({"table": start_table(), "ops": ops, "step": 0}, config)
-    tables = expected_tables(start_table(), ops)
+        graph(saver).invoke({"table": start_table(text), "ops": ops, "step": 0}, config)
+    tables = expected_tables(start_table(text), ops)
     with SqliteSaver.from_conn_string(db) as saver:  # nothing remembered: read from the file
         app = graph(saver)
         assert read_tables(app, config) == dict(enumerate(tables))
