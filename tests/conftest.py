@@ -11,12 +11,14 @@ import pytest
 
 from tests.clitools import FAN_OUT, GRAPHS, ORDER, ORDER_AGENT, REVIEW, ttcli
 from tests.graphs import linear
+from tests.pg import new_dsn
 from ttcli import END, START, StateGraph
 from ttcli.savers.base import BaseSaver
 from ttcli.savers.memory import InMemorySaver
+from ttcli.savers.postgres import PostgresSaver
 from ttcli.savers.sqlite import SqliteSaver
 
-SAVERS = ["memory", "sqlite"]
+SAVERS = ["memory", "sqlite", "postgres"]
 
 
 @pytest.fixture
@@ -28,6 +30,9 @@ def db_path(tmp_path: Path) -> Path:
 def saver(request: pytest.FixtureRequest, db_path: Path) -> Iterator[BaseSaver]:
     if request.param == "memory":
         yield InMemorySaver()
+    elif request.param == "postgres":
+        with PostgresSaver.from_conn_string(new_dsn()) as postgres_saver:
+            yield postgres_saver
     else:
         with SqliteSaver.from_conn_string(db_path) as sqlite_saver:
             yield sqlite_saver

@@ -63,6 +63,10 @@ class SqlSaver(BaseSaver):
         what it freed without reading the threads again."""
         return self.deletion.deleted_bytes
 
+    def vacuum(self) -> None:
+        """Give the space of deleted rows back (`prune --vacuum`)."""
+        self.connection.vacuum()
+
     def close(self) -> None:
         self.connection.close()
 

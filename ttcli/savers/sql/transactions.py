@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Generic, NoReturn, TypeVar
 
-from ttcli.errors import StorageError
+from ttcli.errors import StorageError, TtcliError
 
 DEFAULT_BUSY_TIMEOUT = 30.0  # seconds a writer waits for another before giving up
 
@@ -82,12 +82,16 @@ class Transactions(ABC, Generic[DbT]):
         first thing in every transaction)."""
 
     @abstractmethod
-    def error(self, exc: BaseException) -> StorageError | None:
+    def error(self, exc: BaseException) -> TtcliError | None:
         """The ttcli error a driver failure means, as one actionable line; None for an
         exception that is not the driver's."""
 
     @abstractmethod
     def close(self) -> None: ...
+
+    @abstractmethod
+    def vacuum(self) -> None:
+        """Give the space of deleted rows back (outside any transaction)."""
 
     # -- shared
 

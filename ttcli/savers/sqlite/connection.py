@@ -9,7 +9,7 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from ttcli.errors import StorageError
+from ttcli.errors import TtcliError
 from ttcli.savers.sql.transactions import DEFAULT_BUSY_TIMEOUT, Transactions
 from ttcli.savers.sqlite.errors import storage_error
 from ttcli.savers.sqlite.migrations import connect, open_schema
@@ -75,5 +75,5 @@ class Connection(Transactions[sqlite3.Connection]):
         self._data_version = version
         return changed
 
-    def error(self, exc: BaseException) -> StorageError | None:
+    def error(self, exc: BaseException) -> TtcliError | None:
         return storage_error(exc, self.path) if isinstance(exc, sqlite3.Error) else None

@@ -69,9 +69,6 @@ class SqliteSaver(SqlSaver):
 
     open = from_conn_string
 
-    def vacuum(self) -> None:
-        self.connection.vacuum()
-
     def stores_in(self, other: BaseSaver) -> bool:
         return other is self or (
             isinstance(other, SqliteSaver) and same_file(self.path, other.path)
