@@ -211,12 +211,12 @@ class Env:
             self.format = "json"
 
     @property
-    def folder(self) -> Path:
-        """The database's folder (a PostgreSQL database's: the working directory): graph
-        TARGETs beneath it are recorded relative to it."""
+    def folder(self) -> Path | None:
+        """The database file's folder: graph TARGETs beneath it are recorded relative to it
+        (a server's database has none: they are recorded whole)."""
         from ttcli.savers.locate import is_dsn
 
-        return Path.cwd() if is_dsn(self.db) else Path(self.db).resolve().parent
+        return None if is_dsn(self.db) else Path(self.db).resolve().parent
 
     def saver(self, *, create: bool = False) -> SqlSaver:
         """The database, opened once; only commands that write may create it."""

@@ -12,7 +12,7 @@ def storage_error(exc: psycopg.Error, where: str) -> TtcliError:
     """The ttcli error for a psycopg failure: busy, unreachable, refused, or other."""
     message = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
     if isinstance(exc, errors.LockNotAvailable | errors.QueryCanceled | errors.DeadlockDetected):
-        return DatabaseBusyError(f"{where} is busy: another session holds its lock; retry later")
+        return DatabaseBusyError(f"{where} is busy: another process holds its lock; retry later")
     if isinstance(exc, errors.InsufficientPrivilege):
         return StorageError(
             f"{where}: permission denied ({message}); grant this user the rights on the "
