@@ -17,10 +17,10 @@ from ttcli.errors import (
 _CONNECTING = [
     ("connection is bad: invalid", "dsn"),
     ("invalid connection option", "dsn"),
-    ("database \"", "database"),  # database "x" does not exist
+    ('database "', "database"),  # database "x" does not exist
     ("password authentication failed", "login"),
     ("no password supplied", "login"),
-    ("role \"", "login"),  # role "x" does not exist
+    ('role "', "login"),  # role "x" does not exist
     ("connection refused", "down"),
     ("timeout expired", "down"),
     ("failed to resolve host", "down"),
