@@ -35,6 +35,16 @@ def normalise(spec: str, folder: Path | None) -> str:
     return f"{path}:{attr}"
 
 
+def anchored(info: dict[str, Any], folder: Path | None) -> dict[str, Any]:
+    """A thread's recorded info with its TARGET whole (a file path relative to `folder`, the
+    database file's, made absolute), to be recorded in another database."""
+    spec = info.get("target")
+    module, _, attr = str(spec).rpartition(":")
+    if spec is None or folder is None or not _is_file(module) or Path(module).is_absolute():
+        return info
+    return {**info, "target": f"{(folder / module).resolve()}:{attr}"}
+
+
 def record(
     saver: BaseSaver, thread_id: str, spec: str, graph: CompiledStateGraph, folder: Path | None
 ) -> None:
