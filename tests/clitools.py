@@ -98,3 +98,19 @@ def write_lock_held(db: Target) -> Iterator[None]:
     finally:
         holder.execute("ROLLBACK")
         holder.close()
+
+
+def edit_rows(db: Target, *statements: str) -> None:
+    """Another tool changes the database's rows behind ttcli's back."""
+    if isinstance(db, str) and db.startswith("postgresql://"):
+        import psycopg
+
+        with psycopg.connect(db) as pg:
+            for statement in statements:
+                pg.execute(statement.encode())
+        return
+    conn = sqlite3.connect(db)
+    with conn:
+        for statement in statements:
+            conn.execute(statement)
+    conn.close()

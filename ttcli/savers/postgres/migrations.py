@@ -25,7 +25,7 @@ OBJECTS = {
 }
 
 #: the tables and views of the schema the connection creates in (its search_path's first)
-_OBJECTS = """
+OBJECTS_SQL = """
 SELECT c.relname, CASE c.relkind WHEN 'v' THEN 'view' WHEN 'r' THEN 'table'
        WHEN 'p' THEN 'table' ELSE c.relkind::text END
 FROM pg_class AS c
@@ -43,7 +43,7 @@ def schema_sql() -> str:
 
 
 def objects(conn: psycopg.Connection[Any]) -> dict[str, str]:
-    return {name: kind for name, kind in conn.execute(_OBJECTS).fetchall()}
+    return {name: kind for name, kind in conn.execute(OBJECTS_SQL).fetchall()}
 
 
 def open_schema(conn: psycopg.Connection[Any], where: str, *, readonly: bool) -> None:
