@@ -1,4 +1,4 @@
--- ttcli database format, version 5.
+-- ttcli database format, version 6.
 --
 -- One SQLite file holds any number of threads. Every checkpoint (a thread's state at one
 -- superstep boundary) is a row of `checkpoints`; the values it holds are stored once per
