@@ -284,7 +284,7 @@ def test_prune_plans_then_deletes_and_archives(db: Path, tmp_path: Path) -> None
 
 
 def test_a_busy_database_exits_5(db: Target) -> None:
-    with write_lock_held(db):
+    with write_lock_held(db, "order:123"):
         result = ttcli(db, "fork", "latest", "-t", "order:123", "--busy-timeout", "0.05")
     assert result.exit_code == 5
     assert re.fullmatch(
