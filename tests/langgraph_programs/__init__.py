@@ -9,7 +9,7 @@ from typing import Any
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
-from tests.langgraph_programs.agents import tool_calling_agent
+from tests.langgraph_programs.agents import react_agent, streamed_tokens, tool_calling_agent
 from tests.langgraph_programs.basics import (
     chat,
     interrupt_resume,
@@ -17,8 +17,18 @@ from tests.langgraph_programs.basics import (
     time_travel,
     typed_states_streamed,
 )
+from tests.langgraph_programs.recovery import (
+    async_nodes,
+    breakpoint_edit,
+    fault_tolerance,
+    parallel_interrupts,
+)
 from tests.langgraph_programs.states import SERDE
-from tests.langgraph_programs.subgraphs import command_to_parent, subgraph_interrupt
+from tests.langgraph_programs.subgraphs import (
+    command_to_parent,
+    subgraph_in_a_node,
+    subgraph_interrupt,
+)
 
 Program = Callable[[BaseCheckpointSaver[Any], str], list[Any]]
 
@@ -31,6 +41,13 @@ PROGRAMS: dict[str, Program] = {
     "tool_calling_agent": tool_calling_agent,
     "command_to_parent": command_to_parent,
     "typed_states_streamed": typed_states_streamed,
+    "react_agent": react_agent,
+    "streamed_tokens": streamed_tokens,
+    "async_nodes": async_nodes,
+    "breakpoint_edit": breakpoint_edit,
+    "parallel_interrupts": parallel_interrupts,
+    "fault_tolerance": fault_tolerance,
+    "subgraph_in_a_node": subgraph_in_a_node,
 }
 
 __all__ = ["PROGRAMS", "SERDE", "Program", "chat", "interrupt_resume", "subgraph_interrupt"]

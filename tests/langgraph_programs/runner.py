@@ -17,7 +17,7 @@ class Runner:
             return self.graph.invoke(value, config, **options)
         return asyncio.run(self.graph.ainvoke(value, config, **options))
 
-    def stream(self, value: Any, config: Any, mode: str) -> list[Any]:
+    def stream(self, value: Any, config: Any, mode: str | list[str]) -> list[Any]:
         if self.mode == "sync":
             return list(self.graph.stream(value, config, stream_mode=mode))
 

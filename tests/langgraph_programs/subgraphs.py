@@ -1,8 +1,10 @@
-"""Subgraphs: an interrupt inside one, and a Command to the parent graph."""
+"""Subgraphs: an interrupt inside one, a Command to the parent graph, and a graph invoked
+inside a node."""
 
 from __future__ import annotations
 
-from typing import Any
+import operator
+from typing import Annotated, Any, TypedDict
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import START, StateGraph
@@ -50,3 +52,37 @@ def command_to_parent(saver: BaseCheckpointSaver[Any], mode: str) -> list[Any]:
     run = Runner(outer.compile(checkpointer=saver), mode)
     out = run.invoke({"plan": "", "log": []}, cfg("parent"))
     return [out, run.history(cfg("parent"))]
+
+
+class Question(TypedDict):
+    question: str
+    answer: str
+
+
+class Research(TypedDict):
+    query: str
+    notes: Annotated[list[str], operator.add]
+
+
+def subgraph_in_a_node(saver: BaseCheckpointSaver[Any], mode: str) -> list[Any]:
+    """A graph with its own schema invoked inside a node function: it inherits the parent's
+    checkpointer and saves under its own namespace, whose history is read back."""
+    inner = StateGraph(Research)
+    inner.add_node("search", lambda s: {"notes": [f"found {s['query']}"]})
+    inner.add_node("summarise", lambda s: {"notes": [f"{len(s['notes'])} note(s)"]})
+    inner.add_edge(START, "search")
+    inner.add_edge("search", "summarise")
+    research = inner.compile()
+
+    def call_research(state: Question) -> dict[str, Any]:
+        found = research.invoke({"query": state["question"], "notes": []})
+        return {"answer": "; ".join(found["notes"])}
+
+    outer = StateGraph(Question)
+    outer.add_node("research", call_research)
+    outer.add_edge(START, "research")
+    run = Runner(outer.compile(checkpointer=saver), mode)
+    out = run.invoke({"question": "tides", "answer": ""}, cfg("nested"))
+    history = run.history(cfg("nested"))
+    (namespace,) = [t.state for snap in history for t in snap.tasks if t.state]
+    return [out, run.history(namespace), history]
