@@ -164,6 +164,32 @@ def test_import_keeps_interrupts_sends_and_pending_writes(
     ] == [1, 4, 9]
 
 
+def test_import_derives_what_each_node_wrote(langgraph_file: Path, tmp_path: Path) -> None:
+    target = tmp_path / "ttcli.db"
+    assert ttcli(target, "import", str(langgraph_file)).exit_code == 0
+
+    def writes(thread: str) -> list[tuple[str, list[str]]]:
+        history = data(ttcli(target, "--json", "history", "--thread", thread))
+        return [(h["source"], h["writes"]) for h in reversed(history)]
+
+    latest = data(ttcli(target, "--json", "show", "latest", "--thread", "chat"))
+    bot_wrote = data(ttcli(target, "--json", "history", "--thread", "chat", "--filter",
+                           "writes=bot"))  # fmt: skip
+
+    # as ttcli's runtime records them: the input under __start__, nothing for step 0
+    assert writes("chat") == [
+        ("input", ["__start__"]), ("loop", []), ("loop", ["bot"]),
+        ("input", ["__start__"]), ("loop", []), ("loop", ["bot"]),
+    ]  # fmt: skip
+    assert [message["content"] for message in latest["returned"]["bot"]["messages"]] == [
+        "echo: refund order 7"
+    ]
+    assert len(bot_wrote) == 2
+    assert writes("fan")[-2:] == [("loop", ["start"]), ("loop", ["square"])]
+    # the subgraph paused (no output, no checkpoint), then answered: its output, once
+    assert [w for _, w in writes("review")] == [["__start__"], [], ["sub"]]
+
+
 def test_a_thread_already_there_is_refused(langgraph_file: Path, tmp_path: Path) -> None:
     target = tmp_path / "ttcli.db"
     assert ttcli(target, "import", str(langgraph_file)).exit_code == 0

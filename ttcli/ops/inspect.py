@@ -139,7 +139,7 @@ def tasks(saved: CheckpointTuple, writes: Sequence[TaskWrite]) -> list[TaskView]
     for task_id, path, channel, value in writes:
         if task_id == "00000000-0000-0000-0000-000000000000":
             continue  # a Command's input update, not a task
-        view = found.setdefault(task_id, TaskView(task_id, _name(path, sends), path))
+        view = found.setdefault(task_id, TaskView(task_id, task_name(path, sends), path))
         if channel == "__error__":
             view.error = str(value)
         elif channel == "__interrupt__":
@@ -160,7 +160,9 @@ def tasks(saved: CheckpointTuple, writes: Sequence[TaskWrite]) -> list[TaskView]
     return [*found.values(), *due]
 
 
-def _name(path: str, sends: Sequence[Any]) -> str:
+def task_name(path: str, sends: Sequence[Any]) -> str:
+    """The node a task runs, from its path: a pull task names it, a push task indexes the
+    checkpoint's Sends (`sends`)."""
     parts = [part.strip() for part in path.lstrip("~").split(",")]
     if (
         len(parts) >= 2
