@@ -391,3 +391,14 @@ def test_history_shows_the_sends_a_checkpoint_schedules(tmp_path: Path) -> None:
     history = data(ttcli(tmp_path / "fan.db", "history", "--thread", "fan", "--json"))
 
     assert [c["next"] for c in history] == [[], ["work", "work"], ["start"], ["__start__"]]
+
+
+@pytest.mark.parametrize("where", ["group", "command"])
+def test_a_db_flag_wins_over_ttcli_db(db: Path, tmp_path: Path, where: str) -> None:
+    other = tmp_path / "other.db"
+    assert ttcli(other, "run", ORDER_AGENT, "-t", "elsewhere", "--input", json.dumps(ORDER))
+    args = ["threads", "--json"]
+    args = ["--db", str(db), *args] if where == "group" else [*args, "--db", str(db)]
+    result = CliRunner(env={"TTCLI_DB": str(other)}).invoke(cli, args, catch_exceptions=False)
+    assert "elsewhere" not in result.stdout
+    assert {t["thread_id"] for t in json.loads(result.stdout)} == {"order:123"}

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
+from click.core import ParameterSource
 
 from ttcli.errors import (
     AnswerConflictError,
@@ -200,6 +201,8 @@ class Env:
     #: the command only reads: the file is opened so that nothing can change it
     readonly: bool = False
     _saver: SqliteSaver | None = field(default=None, repr=False)
+    #: the fields given as flags on the command line, which environment variables leave alone
+    typed: set[str] = field(default_factory=set)
 
     @property
     def format_json(self) -> bool:
@@ -244,8 +247,15 @@ pass_env = click.make_pass_decorator(Env)
 
 def _store(field_name: str) -> Callable[[click.Context, click.Parameter, Any], None]:
     def callback(ctx: click.Context, param: click.Parameter, value: Any) -> None:
-        if value is not None and value is not False:
-            setattr(ctx.ensure_object(Env), field_name, value)
+        env = ctx.ensure_object(Env)
+        typed = ctx.get_parameter_source(str(param.name)) is ParameterSource.COMMANDLINE
+        # the group's options and each command's are the same options: a flag typed before
+        # the command is not overridden by the command's reading of TTCLI_DB
+        if value is None or value is False or (not typed and field_name in env.typed):
+            return
+        setattr(env, field_name, value)
+        if typed:
+            env.typed.add(field_name)
 
     return callback
 
