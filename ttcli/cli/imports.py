@@ -23,12 +23,14 @@ def import_(env: Env, source: str) -> None:
     LangChain messages become ttcli messages, Send and Interrupt ttcli's, other classes
     inert data {"$type": "module.Name", "data": ...}. A thread already in the database is
     refused (exit 2, nothing written); a value that does not decode stops the import
-    (exit 6) before any of its thread is written.
+    (exit 6) before any of its thread is written. The reading commands (history, show,
+    diff, tree, threads, blame, verify) also read a LangGraph file itself, read-only.
 
     \b
     Example:
         ttcli --db app.ttcli.db import langgraph.sqlite
         ttcli --db app.ttcli.db threads
+        ttcli --db langgraph.sqlite history --thread chat:1     # read-only, no import
     """
     summary = import_langgraph(source, env.saver(create=True))
     if env.format_json:

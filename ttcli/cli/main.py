@@ -27,6 +27,7 @@ from ttcli.errors import (
     InputError,
     InvalidFilterError,
     InvalidUpdateError,
+    LangGraphFileError,
     NodeError,
     NotFoundError,
     StorageError,
@@ -34,6 +35,7 @@ from ttcli.errors import (
 )
 
 if TYPE_CHECKING:
+    from ttcli.savers.base import BaseSaver
     from ttcli.savers.sqlite import SqliteSaver
 
 FORMATS = ("table", "json", "jsonl", "csv")
@@ -203,6 +205,8 @@ class Env:
     _saver: SqliteSaver | None = field(default=None, repr=False)
     #: the fields given as flags on the command line, which environment variables leave alone
     typed: set[str] = field(default_factory=set)
+    #: a LangGraph file's threads, read into memory for the reading commands
+    _langgraph: BaseSaver | None = field(default=None, repr=False)
 
     @property
     def format_json(self) -> bool:
@@ -232,14 +236,43 @@ class Env:
                 )
             from ttcli.savers.sqlite import SqliteSaver
 
-            self._saver = SqliteSaver(
-                self.db, busy_timeout=self.busy_timeout, readonly=self.readonly and not create
-            )
+            try:
+                self._saver = SqliteSaver(
+                    self.db, busy_timeout=self.busy_timeout, readonly=self.readonly and not create
+                )
+            except StorageError as exc:
+                if _is_langgraph_file(self.db):
+                    raise LangGraphFileError(
+                        f"{self.db} is a LangGraph SqliteSaver file, which ttcli reads but "
+                        f"never writes: copy it into a ttcli database with 'ttcli --db NEW.db "
+                        f"import {self.db}'"
+                    ) from exc
+                raise
         return self._saver
+
+    def reader(self) -> BaseSaver:
+        """The database for a command that only reads; a LangGraph SqliteSaver file is read
+        into memory (saying so once on stderr), and never changed."""
+        if self._langgraph is None:
+            try:
+                return self.saver()
+            except LangGraphFileError:
+                pass
+            from ttcli.ops.imports import read_langgraph
+
+            click.echo(f"note: {self.db} is a LangGraph SqliteSaver file, read-only", err=True)
+            self._langgraph = read_langgraph(self.db)
+        return self._langgraph
 
     def close(self) -> None:
         if self._saver is not None:
             self._saver.close()
+
+
+def _is_langgraph_file(path: str) -> bool:
+    from ttcli.ops.langgraph_file import is_langgraph_file
+
+    return is_langgraph_file(path)
 
 
 pass_env = click.make_pass_decorator(Env)

@@ -60,7 +60,7 @@ def history(
         ttcli history --thread order:123 --filter writes=plan
         ttcli history --thread order:123 --where tool=cancel_order   # when did it go wrong?
     """
-    saver, ref = env.saver(), CheckpointRef(thread, ns)
+    saver, ref = env.reader(), CheckpointRef(thread, ns)
     older = resolve(saver, ref, before) if before else None
     entries = inspect.history(
         saver, ref, filter=assignments(filters, "--filter"), before=older, limit=limit,
@@ -118,7 +118,7 @@ def show(env: Env, ref: str, thread: str, ns: str, channel: str | None) -> None:
         ttcli show latest~2 --thread order:123
         ttcli show 1f1ec8c4-6bcd --thread order:123 --channel messages --json
     """
-    saver = env.saver()
+    saver = env.reader()
     detail = inspect.describe(saver, resolve(saver, CheckpointRef(thread, ns), ref))
     if channel is not None:
         if channel not in detail.values:
@@ -222,7 +222,7 @@ def diff(env: Env, ref_a: str, ref_b: str, thread: str, ns: str, exit_code: bool
         ttcli diff latest~1 latest --thread order:123
         ttcli diff 1f1ec8c4-6bcd latest --thread order:123 --exit-code --json
     """
-    saver, ref = env.saver(), CheckpointRef(thread, ns)
+    saver, ref = env.reader(), CheckpointRef(thread, ns)
     a, b = (inspect.describe(saver, resolve(saver, ref, r)) for r in (ref_a, ref_b))
     changes = diff_values(a.values, b.values)
     steps = {
@@ -279,7 +279,7 @@ def threads(env: Env, prefix: str, sizes: bool) -> None:
         ttcli threads --prefix order:
         ttcli threads --bytes --format csv > threads.csv
     """
-    found = inspect.threads(env.saver(), prefix, sizes=sizes)
+    found = inspect.threads(env.reader(), prefix, sizes=sizes)
     columns = ["thread", "ns", "checkpoints", "last step", "last activity", "status"]
     records = [
         {
@@ -325,7 +325,7 @@ def tree(env: Env, thread: str, ns: str) -> None:
         ttcli tree --thread order:123 --format mermaid > order.mmd
         ttcli tree --thread order:123 --format dot | dot -Tsvg > order.svg
     """
-    saver, ref = env.saver(), CheckpointRef(thread, ns)
+    saver, ref = env.reader(), CheckpointRef(thread, ns)
     entries = inspect.history(saver, ref)
     short, marks = short_ids(e.checkpoint_id for e in entries), trees.marks(entries)
     if env.format in PICTURES:
@@ -371,7 +371,7 @@ def verify(env: Env) -> None:
     Example:
         ttcli verify --db agent.db
     """
-    report = checks.verify(env.saver())
+    report = checks.verify(env.reader())
     render.rows(
         env,
         [vars_of(f) for f in report.findings],

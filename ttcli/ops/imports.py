@@ -18,6 +18,7 @@ from ttcli.errors import ConfigError
 from ttcli.ops.inspect import task_name
 from ttcli.ops.langgraph_file import LangGraphFile, Stored
 from ttcli.savers.base import BaseSaver, Checkpoint
+from ttcli.savers.memory import InMemorySaver
 
 
 @dataclass
@@ -105,6 +106,18 @@ def _outputs(saved: Stored, start: bool) -> dict[str, Any]:
             continue
         found[name] = {c: v for c, v in writes if not c.startswith(_NOT_OUTPUT)}
     return found
+
+
+def read_langgraph(path: str) -> BaseSaver:
+    """Every thread of the LangGraph file at `path`, decoded into memory as `import` would
+    copy them: the reading commands work on a LangGraph file without changing it.
+
+    Raises:
+        CorruptValueError: a value does not decode.
+    """
+    saver = InMemorySaver()
+    import_langgraph(path, saver)
+    return saver
 
 
 def _has_thread(saver: BaseSaver, thread_id: str) -> bool:
