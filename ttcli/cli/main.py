@@ -85,7 +85,7 @@ COMMANDS = {
     "show": "read",
     "diff": "read",
     "threads": "read",
-    "tree": "read",
+    "tree": "tree",
     "prune": "prune",
     "verify": "read",
     "import": "imports",
@@ -113,9 +113,9 @@ class TtcliGroup(click.Group):
         self, ctx: click.Context, args: list[str]
     ) -> tuple[str | None, click.Command | None, list[str]]:
         name, command, rest = super().resolve_command(ctx, args)
-        # the commands of cli/read.py and cli/blame.py only read: they open the file so that
-        # it never changes
-        ctx.ensure_object(Env).readonly = COMMANDS.get(name or "") in ("read", "blame")
+        # the commands of cli/read.py, cli/blame.py and cli/tree.py only read: they open the
+        # file so that it never changes
+        ctx.ensure_object(Env).readonly = COMMANDS.get(name or "") in ("read", "blame", "tree")
         return name, command, rest
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
