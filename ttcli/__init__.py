@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from ttcli.graph.builder import StateGraph
     from ttcli.graph.constants import END, START
     from ttcli.graph.messages import MessagesState, add_messages
-    from ttcli.graph.prebuilt import ToolNode, tools_condition
+    from ttcli.graph.prebuilt import ToolNode, create_react_agent, tools_condition
     from ttcli.runtime.commands import StreamWriter, get_stream_writer, interrupt
     from ttcli.runtime.compiled import CompiledStateGraph
     from ttcli.runtime.retry import RetryPolicy
@@ -73,6 +73,7 @@ __all__ = [
     "ToolNode",
     "TtcliError",
     "add_messages",
+    "create_react_agent",
     "get_stream_writer",
     "interrupt",
     "tools_condition",
@@ -89,6 +90,7 @@ _WHERE = {
     "MessagesState": "ttcli.graph.messages",
     "add_messages": "ttcli.graph.messages",
     "ToolNode": "ttcli.graph.prebuilt",
+    "create_react_agent": "ttcli.graph.prebuilt",
     "tools_condition": "ttcli.graph.prebuilt",
     "get_stream_writer": "ttcli.runtime.commands",
     "StreamWriter": "ttcli.runtime.commands",
