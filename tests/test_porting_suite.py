@@ -30,6 +30,7 @@ IMPORTS = (
     "from langgraph.config import",
     "from langgraph.checkpoint.memory import",
     "from langgraph.prebuilt import",
+    "from langgraph.runtime import",
 )
 
 

@@ -20,7 +20,13 @@ if TYPE_CHECKING:
     from ttcli.graph.constants import END, START
     from ttcli.graph.messages import MessagesState, add_messages
     from ttcli.graph.prebuilt import ToolNode, create_react_agent, tools_condition
-    from ttcli.runtime.commands import StreamWriter, get_stream_writer, interrupt
+    from ttcli.runtime.commands import (
+        Runtime,
+        StreamWriter,
+        get_runtime,
+        get_stream_writer,
+        interrupt,
+    )
     from ttcli.runtime.compiled import CompiledStateGraph
     from ttcli.runtime.retry import RetryPolicy
     from ttcli.runtime.types import PregelTask, StateSnapshot
@@ -61,6 +67,7 @@ __all__ = [
     "PregelTask",
     "RemoveMessage",
     "RetryPolicy",
+    "Runtime",
     "START",
     "Send",
     "Serializer",
@@ -74,6 +81,7 @@ __all__ = [
     "TtcliError",
     "add_messages",
     "create_react_agent",
+    "get_runtime",
     "get_stream_writer",
     "interrupt",
     "tools_condition",
@@ -93,6 +101,8 @@ _WHERE = {
     "create_react_agent": "ttcli.graph.prebuilt",
     "tools_condition": "ttcli.graph.prebuilt",
     "get_stream_writer": "ttcli.runtime.commands",
+    "get_runtime": "ttcli.runtime.commands",
+    "Runtime": "ttcli.runtime.commands",
     "StreamWriter": "ttcli.runtime.commands",
     "interrupt": "ttcli.runtime.commands",
     "CompiledStateGraph": "ttcli.runtime.compiled",

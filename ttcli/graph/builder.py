@@ -51,10 +51,13 @@ class StateGraph:
     """
 
     state_schema: type[Any]
+    #: the type of the run's `context` (`invoke(..., context=...)`), which nodes read as
+    #: `runtime.context`; a dict given for a dataclass or pydantic schema is made one
+    context_schema: type[Any] | None = None
     #: the keys `invoke` takes (LangGraph's `input_schema`); the state schema's by default
-    input_schema: type[Any] | None = None
+    input_schema: type[Any] | None = field(default=None, kw_only=True)
     #: the keys `invoke` returns and `values` streams; the state schema's by default
-    output_schema: type[Any] | None = None
+    output_schema: type[Any] | None = field(default=None, kw_only=True)
     nodes: dict[str, NodeFunc] = field(default_factory=dict, init=False)
     edges: set[tuple[str, str]] = field(default_factory=set, init=False)
     waiting_edges: set[tuple[tuple[str, ...], str]] = field(default_factory=set, init=False)

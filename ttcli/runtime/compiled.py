@@ -15,7 +15,7 @@ from ttcli.runtime.aio import in_thread
 from ttcli.runtime.commands import GraphInterrupt, current_scratchpad
 from ttcli.runtime.loop import Run
 from ttcli.runtime.plan import GraphPlan
-from ttcli.runtime.settings import RunSettings
+from ttcli.runtime.settings import RunSettings, coerce_context
 from ttcli.runtime.subgraphs import SUBGRAPH, node_names, subgraph_input
 from ttcli.runtime.types import StateSnapshot
 from ttcli.savers.base import BaseSaver
@@ -35,6 +35,8 @@ class RunOptions(TypedDict, total=False):
     durability: str | None
     #: stream subgraphs' chunks too, as (namespace, chunk) or (namespace, mode, chunk)
     subgraphs: bool
+    #: what nodes read as `runtime.context` (of the graph's `context_schema`)
+    context: Any
 
 
 class CompiledStateGraph:
@@ -143,6 +145,7 @@ class CompiledStateGraph:
                     f"Unknown stream_mode {mode!r}; use one of {', '.join(STREAM_MODES)}"
                 )
         saver, durability = self.checkpointer, options.get("durability")
+        context = options.get("context")
         scratchpad = current_scratchpad()
         link = scratchpad.link if scratchpad is not None and saver is None else None
         if scratchpad is not None and link is not None:  # run inside a task: a subgraph
@@ -154,6 +157,7 @@ class CompiledStateGraph:
                 subgraph_input(link, input, self.plan),
             )
             loop, durability = loop or link.loop, durability or link.durability
+            context = options.get("context", link.context)
             modes = tuple(dict.fromkeys([*modes, *(link.modes or ())]))
         before, after = options.get("interrupt_before"), options.get("interrupt_after")
         settings = RunSettings(
@@ -165,6 +169,7 @@ class CompiledStateGraph:
             loop=loop,
             link=link,
             subgraphs=bool(options.get("subgraphs")),
+            context=coerce_context(self.builder.context_schema, context),
         )
         return Run(self, input, config, settings)
 

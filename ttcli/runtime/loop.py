@@ -301,8 +301,9 @@ class Run:
             record = found.get(task.id)
             resume = list(record.resume) if record is not None else []
             scratchpad = TaskScratchpad(
-                task.name, task.id, resume, self._writer, partial(self._link, task), self.spare
-            )
+                task.name, task.id, resume, self._writer, partial(self._link, task), self.spare,
+                context=self.settings.context,
+            )  # fmt: skip
             outcome: Outcome = run_in_task(scratchpad, self._call, task)
             if isinstance(outcome, GraphInterrupt):
                 outcome = outcome.adopted(scratchpad)
@@ -324,6 +325,7 @@ class Run:
             forward=forward,
             spare=self.spare,
             streamed=self.streamed,
+            context=self.settings.context,
         )
 
     def _writer(self, chunk: Any) -> None:

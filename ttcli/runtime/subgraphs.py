@@ -49,6 +49,8 @@ class ParentLink:
     spare: list[Any] = field(default_factory=list)
     #: the ids of the messages chat models streamed as tokens in this stream, all graphs'
     streamed: set[str] = field(default_factory=set)
+    #: the parent run's `context`, which a subgraph's nodes read too
+    context: Any = None
 
     @property
     def segment(self) -> str:
