@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from ttcli.errors import GraphDefinitionError
 from ttcli.graph.constants import END, RESERVED_CHARS, RESERVED_NODES, START
-from ttcli.graph.state import input_schema, schema_channels
+from ttcli.graph.state import annotated_input_schema, schema_channels
 
 if TYPE_CHECKING:
     from ttcli.runtime.compiled import CompiledStateGraph
@@ -80,12 +80,15 @@ class StateGraph:
         metadata: dict[str, Any] | None = None,
         destinations: Sequence[str] | dict[str, str] | None = None,
         retry_policy: Any = None,
+        input_schema: type[Any] | None = None,
     ) -> StateGraph:
         """Add a node; `add_node(func)` names it after the function.
 
         `retry_policy` (a `RetryPolicy`, or several: the first that applies to an error
-        counts) runs a failing node again. `metadata` and `destinations` are accepted as
-        LangGraph accepts them; they only serve LangGraph's graph drawing.
+        counts) runs a failing node again. `input_schema` is the schema whose keys the node
+        reads (by default its first parameter's type, if it has one). `metadata` and
+        `destinations` are accepted as LangGraph accepts them; they only serve LangGraph's
+        graph drawing.
         """
         if action is None:
             if not is_node_action(node):
@@ -107,7 +110,7 @@ class StateGraph:
                 f"Node `{node}` action must be callable or have invoke/ainvoke, got {action!r}"
             )
         self.nodes[node] = action
-        schema = input_schema(action)
+        schema = input_schema or annotated_input_schema(action)
         if schema is not None and schema is not self.state_schema:
             self.node_schemas[node] = schema
             # its keys the state schema lacks are private channels, shared by the nodes
