@@ -351,7 +351,7 @@ def test_the_reading_commands_read_a_langgraph_file_as_imported(
 
     assert found.exit_code == 0, found.stderr
     note = f"note: {langgraph_file} is a LangGraph SqliteSaver file, read-only\n"
-    assert found.stderr == note + expected.stderr  # verify's summary is on stderr
+    assert found.stderr == note + expected.stderr
     assert _same_activity(found.stdout) == _same_activity(expected.stdout)
     # never changed: same bytes, no journal left beside it
     assert langgraph_file.read_bytes() == before
@@ -403,3 +403,18 @@ def test_reading_a_forged_langgraph_file_imports_nothing(
     assert failed.exit_code == 6
     assert failed.stderr.splitlines()[-1].startswith("Error: checkpoint ")
     assert "zz-broken" in failed.stderr and failed.stderr.count("\n") == 2  # the note, the error
+
+
+def test_a_file_of_many_threads_imports_smaller_and_verifies(tmp_path: Path) -> None:
+    from fixtures.langgraph_threads import write  # the README's 500 threads, fewer here
+
+    source, target = tmp_path / "langgraph.sqlite", tmp_path / "ttcli.db"
+    write(source, 40)
+
+    found = data(ttcli(target, "--json", "import", str(source)))
+    verified = ttcli(target, "verify")
+
+    assert (found["threads"], found["checkpoints"]) == (40, 40 * 9)
+    assert found["bytes_before"] > 4 * found["bytes_after"]
+    assert verified.exit_code == 0
+    assert verified.stdout == "checked 360 checkpoints in 40 threads: 0 problems\n"
