@@ -31,6 +31,8 @@ IMPORTS = (
     "from langgraph.checkpoint.memory import",
     "from langgraph.prebuilt import",
     "from langgraph.runtime import",
+    "from langgraph.store.base import",
+    "from langgraph.store.memory import",
 )
 
 

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     )
     from ttcli.runtime.compiled import CompiledStateGraph
     from ttcli.runtime.retry import RetryPolicy
+    from ttcli.runtime.store import BaseStore, InMemoryStore
     from ttcli.runtime.types import PregelTask, StateSnapshot
     from ttcli.savers.base import BaseSaver, CheckpointTuple
     from ttcli.savers.memory import InMemorySaver, MemorySaver
@@ -51,6 +52,7 @@ __version__ = "0.1.0"
 __all__ = [
     "AIMessage",
     "BaseSaver",
+    "BaseStore",
     "CheckpointTuple",
     "Command",
     "CompiledStateGraph",
@@ -59,6 +61,7 @@ __all__ = [
     "GraphRecursionError",
     "HumanMessage",
     "InMemorySaver",
+    "InMemoryStore",
     "Interrupt",
     "InvalidUpdateError",
     "MemorySaver",
@@ -107,6 +110,8 @@ _WHERE = {
     "interrupt": "ttcli.runtime.commands",
     "CompiledStateGraph": "ttcli.runtime.compiled",
     "RetryPolicy": "ttcli.runtime.retry",
+    "BaseStore": "ttcli.runtime.store",
+    "InMemoryStore": "ttcli.runtime.store",
     "PregelTask": "ttcli.runtime.types",
     "StateSnapshot": "ttcli.runtime.types",
     "BaseSaver": "ttcli.savers.base",

@@ -227,8 +227,10 @@ class StateGraph:
         interrupt_before: Sequence[str] | None = None,
         interrupt_after: Sequence[str] | None = None,
         name: str | None = None,
+        store: Any = None,
     ) -> CompiledStateGraph:
-        """Check the graph and return a runnable one."""
+        """Check the graph and return a runnable one; nodes read `store` (an `InMemoryStore`)
+        through a `store` parameter or `runtime.store`."""
         from ttcli.runtime.compiled import CompiledStateGraph
 
         self.validate()
@@ -241,4 +243,5 @@ class StateGraph:
             interrupt_before=tuple(interrupt_before or ()),
             interrupt_after=tuple(interrupt_after or ()),
             name=name or "LangGraph",
+            store=store,
         )

@@ -93,6 +93,8 @@ class TaskScratchpad:
     subgraph_calls: int = 0
     #: the run's `context` (`invoke(..., context=...)`), for `get_runtime()`
     context: Any = None
+    #: the graph's store (`compile(store=...)`), for `get_runtime()`
+    store: Any = None
 
     @functools.cached_property
     def link(self) -> ParentLink | None:
@@ -171,8 +173,8 @@ def _no_chunks(chunk: Any) -> None:
 @dataclass(frozen=True)
 class Runtime(Generic[ContextT]):
     """What a node that takes a `runtime` parameter gets (LangGraph's `Runtime`): the run's
-    `context` and its stream writer. ttcli has no store (`store` is None) and no functional
-    API (`previous` is None)."""
+    `context`, the graph's `store` and its stream writer (ttcli has no functional API:
+    `previous` is None)."""
 
     context: ContextT = None  # type: ignore[assignment]
     store: Any = None
@@ -186,7 +188,9 @@ def get_runtime(context_schema: type[ContextT] | None = None) -> Runtime[Context
         scratchpad = _current.get()
     except LookupError:
         raise RuntimeError("get_runtime() can only be called inside a node") from None
-    return Runtime(context=scratchpad.context, stream_writer=scratchpad.writer)
+    return Runtime(
+        context=scratchpad.context, store=scratchpad.store, stream_writer=scratchpad.writer
+    )
 
 
 def run_in_task(scratchpad: TaskScratchpad, func: Any, *args: Any, **kwargs: Any) -> Any:

@@ -302,7 +302,7 @@ class Run:
             resume = list(record.resume) if record is not None else []
             scratchpad = TaskScratchpad(
                 task.name, task.id, resume, self._writer, partial(self._link, task), self.spare,
-                context=self.settings.context,
+                context=self.settings.context, store=self.settings.store,
             )  # fmt: skip
             outcome: Outcome = run_in_task(scratchpad, self._call, task)
             if isinstance(outcome, GraphInterrupt):
@@ -326,6 +326,7 @@ class Run:
             spare=self.spare,
             streamed=self.streamed,
             context=self.settings.context,
+            store=self.settings.store,
         )
 
     def _writer(self, chunk: Any) -> None:

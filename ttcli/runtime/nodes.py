@@ -28,7 +28,7 @@ def node_call(action: Any) -> NodeCall:
     if not inspect.isroutine(action) and (hasattr(action, "invoke") or hasattr(action, "ainvoke")):
         return functools.partial(_call_object, action)
     names = parameter_names(action)
-    if not {"config", "writer", "runtime"} & names:
+    if not {"config", "writer", "runtime", "store"} & names:
         return lambda state, config, loop: resolve(action(state), loop)
 
     def call(state: Any, config: RunnableConfig, loop: asyncio.AbstractEventLoop | None) -> Any:
@@ -40,6 +40,8 @@ def node_call(action: Any) -> NodeCall:
             extra["writer"] = get_stream_writer()
         if "runtime" in names:
             extra["runtime"] = get_runtime()
+        if "store" in names:
+            extra["store"] = get_runtime().store
         return resolve(action(state, **extra), loop)
 
     return call

@@ -32,6 +32,8 @@ class RunSettings:
     subgraphs: bool = False
     #: what nodes read as `runtime.context`
     context: Any = None
+    #: what nodes read as `store` and `runtime.store`
+    store: Any = None
 
     @property
     def forwarding(self) -> bool:

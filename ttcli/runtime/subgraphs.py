@@ -51,6 +51,8 @@ class ParentLink:
     streamed: set[str] = field(default_factory=set)
     #: the parent run's `context`, which a subgraph's nodes read too
     context: Any = None
+    #: the parent run's store, for a subgraph compiled without one
+    store: Any = None
 
     @property
     def segment(self) -> str:
