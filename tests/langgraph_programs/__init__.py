@@ -20,6 +20,7 @@ from tests.langgraph_programs.basics import (
 from tests.langgraph_programs.recovery import (
     async_nodes,
     breakpoint_edit,
+    deferred_node,
     fault_tolerance,
     parallel_interrupts,
 )
@@ -48,6 +49,7 @@ PROGRAMS: dict[str, Program] = {
     "parallel_interrupts": parallel_interrupts,
     "fault_tolerance": fault_tolerance,
     "subgraph_in_a_node": subgraph_in_a_node,
+    "deferred_node": deferred_node,
 }
 
 __all__ = ["PROGRAMS", "SERDE", "Program", "chat", "interrupt_resume", "subgraph_interrupt"]

@@ -119,3 +119,17 @@ def async_nodes(saver: BaseCheckpointSaver[Any], mode: str) -> list[Any]:
     else:
         found = [run.stream(start, cfg("async"), ["updates", "custom"]) for _ in range(2)]
     return [found, run.state(cfg("async")).values, run.history(cfg("async"))]
+
+
+def deferred_node(saver: BaseCheckpointSaver[Any], mode: str) -> list[Any]:
+    """`add_node(..., defer=True)`: `d` waits until the longer branch has finished too."""
+    builder = StateGraph(Answers)
+    for name in ("a", "b", "b_2", "c"):
+        builder.add_node(name, lambda s, name=name: {"answers": [name]})
+    builder.add_node("d", lambda s: {"answers": [f"d saw {sorted(s['answers'])}"]}, defer=True)
+    builder.add_edge(START, "a")
+    for start, end in [("a", "b"), ("a", "c"), ("b", "b_2"), ("b_2", "d"), ("c", "d")]:
+        builder.add_edge(start, end)
+    run = Runner(builder.compile(checkpointer=saver), mode)
+    out = run.invoke({"answers": []}, cfg("deferred"))
+    return [out, run.history(cfg("deferred"))]

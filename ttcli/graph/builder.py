@@ -65,6 +65,8 @@ class StateGraph:
     retry_policies: dict[str, tuple[Any, ...]] = field(default_factory=dict, init=False)
     #: a node's own input schema, read from its first parameter's type (LangGraph's rule)
     node_schemas: dict[str, type[Any]] = field(default_factory=dict, init=False)
+    #: nodes that run only once the run would otherwise end (`add_node(..., defer=True)`)
+    deferred: set[str] = field(default_factory=set, init=False)
 
     def __post_init__(self) -> None:
         self.channels = schema_channels(self.state_schema)
@@ -81,12 +83,15 @@ class StateGraph:
         destinations: Sequence[str] | dict[str, str] | None = None,
         retry_policy: Any = None,
         input_schema: type[Any] | None = None,
+        defer: bool = False,
     ) -> StateGraph:
         """Add a node; `add_node(func)` names it after the function.
 
         `retry_policy` (a `RetryPolicy`, or several: the first that applies to an error
         counts) runs a failing node again. `input_schema` is the schema whose keys the node
-        reads (by default its first parameter's type, if it has one). `metadata` and
+        reads (by default its first parameter's type, if it has one). A node added with
+        `defer=True` runs only when no other node is due: once the branches leading to it
+        (of different lengths, or fanned out with `Send`) have all finished. `metadata` and
         `destinations` are accepted as LangGraph accepts them; they only serve LangGraph's
         graph drawing.
         """
@@ -116,6 +121,8 @@ class StateGraph:
             # its keys the state schema lacks are private channels, shared by the nodes
             for key, channel in schema_channels(schema).items():
                 self.channels.setdefault(key, channel)
+        if defer:
+            self.deferred.add(node)
         if retry_policy is not None:
             many = isinstance(retry_policy, Sequence) and not hasattr(retry_policy, "_fields")
             self.retry_policies[node] = tuple(retry_policy) if many else (retry_policy,)

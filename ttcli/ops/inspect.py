@@ -50,11 +50,16 @@ def next_nodes(saved: CheckpointTuple) -> tuple[str, ...]:
 def _triggered(channel: str, value: Any) -> str | None:
     if channel == "__start__":
         return channel
+    # a deferred node's trigger is stored as [value, finished]: due only once finished
+    deferred = isinstance(value, list | tuple) and len(value) == 2 and isinstance(value[1], bool)
+    if deferred and not value[1]:
+        return None
     if channel.startswith("branch:to:"):
         return channel.removeprefix("branch:to:")
     if channel.startswith("join:"):
         _, sources, node = channel.split(":", 2)
-        return node if set(value or ()) == set(sources.split("+")) else None
+        seen = value[0] if deferred else value
+        return node if set(seen or ()) == set(sources.split("+")) else None
     return None
 
 

@@ -138,7 +138,7 @@ class Run:
             yield from self._run_tasks(tasks)
             if self.interrupts:
                 return
-            updated = apply_writes(self.checkpoint, self.channels, tasks)
+            updated = apply_writes(self.checkpoint, self.channels, tasks, self.plan.triggers)
             writes = {task.name: task.output for task in tasks if task.name != START} or None
             yield from self._put_checkpoint("loop", writes, updated)
             yield "values", self.plan.values(self.channels)
@@ -259,7 +259,7 @@ class Run:
             # what the state is now: the tasks that finished applied, as the live view shows
             finished = [task for task in tasks if task not in to_run or task.writes]
             channels = {name: channel.copy() for name, channel in self.channels.items()}
-            apply_writes(bookkeeping_copy(self.checkpoint), channels, finished)
+            apply_writes(bookkeeping_copy(self.checkpoint), channels, finished, self.plan.triggers)
             values = self.plan.values(channels)
             for interrupt in self.interrupts:
                 yield "values", {**values, INTERRUPT: (interrupt,)}
