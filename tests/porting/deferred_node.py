@@ -1,5 +1,6 @@
 """`add_node(..., defer=True)`: a node that waits until branches of different lengths have
-all finished, and a summary that runs once after a `Send` fan-out beside a longer branch."""
+all finished, a summary that runs once after a `Send` fan-out beside a longer branch, and an
+update at a breakpoint before a deferred node."""
 
 from __future__ import annotations
 
@@ -57,5 +58,19 @@ def fan_out(checkpointer: Any) -> Any:
     return result, graph.get_state_history(config)
 
 
+def updated_before_it(checkpointer: Any) -> Any:
+    """A breakpoint before the deferred node, an update there, then the run goes on."""
+    builder = StateGraph(State)
+    builder.add_node("a", note("a"))
+    builder.add_node("d", note("d"), defer=True)
+    builder.add_edge(START, "a")
+    builder.add_edge("a", "d")
+    graph = builder.compile(checkpointer=checkpointer, interrupt_before=["d"])
+    config = {"configurable": {"thread_id": "update"}}
+    graph.invoke({"log": []}, config)
+    graph.update_state(config, {"log": ["edited"]}, as_node="a")
+    return graph.get_state(config).next, graph.invoke(None, config), graph.get_state_history(config)
+
+
 def main(checkpointer: Any) -> Any:
-    return branches(checkpointer), fan_out(checkpointer)
+    return branches(checkpointer), fan_out(checkpointer), updated_before_it(checkpointer)
