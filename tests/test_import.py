@@ -397,12 +397,14 @@ def test_reading_a_forged_langgraph_file_imports_nothing(
     broken = tmp_path / "broken.sqlite"
     broken.write_bytes(langgraph_file.read_bytes())
     _forge(broken, "zz-broken", b"\xc1\xc1")
-    failed = ttcli(broken, "history", "--thread", "chat")
+    failed = ttcli(broken, "history", "--thread", "zz-broken")
+    other = ttcli(broken, "history", "--thread", "chat")  # only the thread asked for is read
 
     assert "sentinel_import.Data" in shown.stdout and not touched.exists()
     assert failed.exit_code == 6
     assert failed.stderr.splitlines()[-1].startswith("Error: checkpoint ")
     assert "zz-broken" in failed.stderr and failed.stderr.count("\n") == 2  # the note, the error
+    assert other.exit_code == 0
 
 
 def test_a_file_of_many_threads_imports_smaller_and_verifies(tmp_path: Path) -> None:

@@ -250,9 +250,10 @@ class Env:
                 raise
         return self._saver
 
-    def reader(self) -> BaseSaver:
+    def reader(self, thread_id: str | None = None) -> BaseSaver:
         """The database for a command that only reads; a LangGraph SqliteSaver file is read
-        into memory (saying so once on stderr), and never changed."""
+        into memory (saying so once on stderr), only `thread_id` if the command reads one
+        thread, and never changed."""
         if self._langgraph is None:
             try:
                 return self.saver()
@@ -261,7 +262,7 @@ class Env:
             from ttcli.ops.imports import read_langgraph
 
             click.echo(f"note: {self.db} is a LangGraph SqliteSaver file, read-only", err=True)
-            self._langgraph = read_langgraph(self.db)
+            self._langgraph = read_langgraph(self.db, thread_id)
         return self._langgraph
 
     def close(self) -> None:

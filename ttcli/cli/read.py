@@ -57,7 +57,7 @@ def history(
         ttcli history --thread order:123 --filter writes=plan
         ttcli history --thread order:123 --where tool=cancel_order   # when did it go wrong?
     """
-    saver, ref = env.reader(), CheckpointRef(thread, ns)
+    saver, ref = env.reader(thread), CheckpointRef(thread, ns)
     older = resolve(saver, ref, before) if before else None
     entries = inspect.history(
         saver, ref, filter=assignments(filters, "--filter"), before=older, limit=limit,
@@ -102,7 +102,7 @@ def show(env: Env, ref: str, thread: str, ns: str, channel: str | None) -> None:
         ttcli show latest~2 --thread order:123
         ttcli show 1f1ec8c4-6bcd --thread order:123 --channel messages --json
     """
-    saver = env.reader()
+    saver = env.reader(thread)
     detail = inspect.describe(saver, resolve(saver, CheckpointRef(thread, ns), ref))
     if channel is not None:
         if channel not in detail.values:
@@ -221,7 +221,7 @@ def diff(env: Env, ref_a: str, ref_b: str, thread: str, ns: str, exit_code: bool
         ttcli diff latest~1 latest --thread order:123
         ttcli diff 1f1ec8c4-6bcd latest --thread order:123 --exit-code --json
     """
-    saver, ref = env.reader(), CheckpointRef(thread, ns)
+    saver, ref = env.reader(thread), CheckpointRef(thread, ns)
     a, b = (inspect.describe(saver, resolve(saver, ref, r)) for r in (ref_a, ref_b))
     changes = diff_values(a.values, b.values)
     steps = {

@@ -30,7 +30,7 @@ def tree(env: Env, thread: str, ns: str) -> None:
         ttcli tree --thread order:123 --format mermaid > order.mmd
         ttcli tree --thread order:123 --format dot | dot -Tsvg > order.svg
     """
-    saver, ref = env.reader(), CheckpointRef(thread, ns)
+    saver, ref = env.reader(thread), CheckpointRef(thread, ns)
     entries = inspect.history(saver, ref)
     if env.format in PICTURES:
         render.picture(env, _picture(entries))

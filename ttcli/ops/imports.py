@@ -32,8 +32,9 @@ class ImportSummary:
     bytes_after: int = 0
 
 
-def import_langgraph(path: str, saver: BaseSaver) -> ImportSummary:
-    """Copy every thread (all namespaces) of the LangGraph file at `path` into `saver`.
+def import_langgraph(path: str, saver: BaseSaver, thread_id: str | None = None) -> ImportSummary:
+    """Copy every thread (all namespaces) of the LangGraph file at `path` into `saver`, or
+    only `thread_id`'s.
 
     Every thread is decoded in full before any of it is written, and written in one batch,
     so a value that does not decode stops the import without leaving half a thread.
@@ -44,7 +45,7 @@ def import_langgraph(path: str, saver: BaseSaver) -> ImportSummary:
     """
     source = LangGraphFile(path)
     try:
-        thread_ids = source.thread_ids()
+        thread_ids = [t for t in source.thread_ids() if thread_id in (None, t)]
         present = [t for t in thread_ids if _has_thread(saver, t)]
         if present:
             raise ConfigError(
@@ -108,15 +109,16 @@ def _outputs(saved: Stored, start: bool) -> dict[str, Any]:
     return found
 
 
-def read_langgraph(path: str) -> BaseSaver:
-    """Every thread of the LangGraph file at `path`, decoded into memory as `import` would
-    copy them: the reading commands work on a LangGraph file without changing it.
+def read_langgraph(path: str, thread_id: str | None = None) -> BaseSaver:
+    """Every thread of the LangGraph file at `path` (or only `thread_id`), decoded into
+    memory as `import` would copy them: the reading commands work on a LangGraph file
+    without changing it.
 
     Raises:
         CorruptValueError: a value does not decode.
     """
     saver = InMemorySaver()
-    import_langgraph(path, saver)
+    import_langgraph(path, saver, thread_id)
     return saver
 
 
