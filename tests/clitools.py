@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import sqlite3
 import textwrap
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +45,11 @@ GRAPHS = textwrap.dedent(
 )
 
 
-def ttcli(db: Path, *args: str, stdin: str | None = None) -> Result:
+#: a database a test runs commands on: a SQLite file, or a PostgreSQL DSN
+Target = Path | str
+
+
+def ttcli(db: Target, *args: str, stdin: str | None = None) -> Result:
     result = CliRunner().invoke(cli, ["--db", str(db), *args], input=stdin)
     assert "Traceback" not in result.output + result.stderr
     return result
@@ -54,8 +60,57 @@ def data(result: Result) -> Any:
     return json.loads(result.stdout)
 
 
-def dump(db: Path) -> list[tuple[Any, ...]]:
+def dump(db: Target) -> list[tuple[Any, ...]]:
     """Everything stored, to show that a failing command changed nothing."""
+    if isinstance(db, str) and db.startswith("postgresql://"):
+        import psycopg
+
+        with psycopg.connect(db) as pg:
+            names = pg.execute(
+                "SELECT table_name FROM information_schema.tables "
+                "WHERE table_schema = current_schema() AND table_type = 'BASE TABLE'"
+            ).fetchall()
+            return [
+                (t, sorted(pg.execute(f"SELECT * FROM {t}").fetchall(), key=repr))
+                for (t,) in sorted(names)
+            ]
     conn = sqlite3.connect(db)
     tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
     return [(t, sorted(conn.execute(f"SELECT * FROM {t}").fetchall(), key=repr)) for t in tables]
+
+
+@contextmanager
+def write_lock_held(db: Target) -> Iterator[None]:
+    """Another process in the middle of a write transaction on `db`: SQLite's write lock,
+    or on PostgreSQL the lock on ttcli_meta's row that orders writers (schema-postgres.sql)."""
+    if isinstance(db, str) and db.startswith("postgresql://"):
+        import psycopg
+
+        with psycopg.connect(db) as pg:
+            pg.execute("UPDATE ttcli_meta SET generation = generation")
+            yield
+            pg.rollback()
+        return
+    holder = sqlite3.connect(db, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+
+
+def edit_rows(db: Target, *statements: str) -> None:
+    """Another tool changes the database's rows behind ttcli's back."""
+    if isinstance(db, str) and db.startswith("postgresql://"):
+        import psycopg
+
+        with psycopg.connect(db) as pg:
+            for statement in statements:
+                pg.execute(statement.encode())
+        return
+    conn = sqlite3.connect(db)
+    with conn:
+        for statement in statements:
+            conn.execute(statement)
+    conn.close()

@@ -3,20 +3,22 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 
-from tests.clitools import FAN_OUT, GRAPHS, ORDER, ORDER_AGENT, REVIEW, ttcli
+from tests.clitools import FAN_OUT, GRAPHS, ORDER, ORDER_AGENT, REVIEW, Target, ttcli
 from tests.graphs import linear
+from tests.pg import new_dsn
 from ttcli import END, START, StateGraph
 from ttcli.savers.base import BaseSaver
 from ttcli.savers.memory import InMemorySaver
+from ttcli.savers.postgres import PostgresSaver
 from ttcli.savers.sqlite import SqliteSaver
 
-SAVERS = ["memory", "sqlite"]
+SAVERS = ["memory", "sqlite", "postgres"]
 
 
 @pytest.fixture
@@ -28,15 +30,36 @@ def db_path(tmp_path: Path) -> Path:
 def saver(request: pytest.FixtureRequest, db_path: Path) -> Iterator[BaseSaver]:
     if request.param == "memory":
         yield InMemorySaver()
+    elif request.param == "postgres":
+        with PostgresSaver.from_conn_string(new_dsn()) as postgres_saver:
+            yield postgres_saver
     else:
         with SqliteSaver.from_conn_string(db_path) as sqlite_saver:
             yield sqlite_saver
 
 
+BACKENDS = ["sqlite", "postgres"]
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request: pytest.FixtureRequest) -> str:
+    """The database backend a command-line test runs on: each such test runs on both."""
+    return str(request.param)
+
+
+NewDb = Callable[[str], Target]
+
+
 @pytest.fixture
-def db(tmp_path: Path) -> Path:
+def new_db(backend: str, tmp_path: Path) -> NewDb:
+    """Makes an empty database of the test's backend: a file named so, or a DSN."""
+    return lambda name: new_dsn() if backend == "postgres" else tmp_path / name
+
+
+@pytest.fixture
+def db(new_db: NewDb) -> Target:
     """A database holding thread order:123, where the agent cancelled instead of refunding."""
-    path = tmp_path / "ttcli.db"
+    path = new_db("ttcli.db")
     result = ttcli(
         path, "run", ORDER_AGENT, "--thread", "order:123", "--input", json.dumps(ORDER), "--json"
     )
@@ -55,10 +78,10 @@ ITEMS = json.dumps({"items": [1, 2, 3], "results": [], "total": 0})
 
 
 @pytest.fixture
-def fan_db(tmp_path: Path) -> Path:
+def fan_db(tmp_path: Path, new_db: NewDb) -> Target:
     """A database holding thread f1, where `square` ran once per item (a Send fan-out)."""
     (tmp_path / "fan.py").write_text(FAN_OUT)
-    path = tmp_path / "fan.db"
+    path = new_db("fan.db")
     result = ttcli(path, "run", f"{tmp_path / 'fan.py'}:graph", "-t", "f1", "--input", ITEMS)
     assert result.exit_code == 0, result.stderr
     return path
@@ -78,9 +101,9 @@ def long_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture
-def paused_db(tmp_path: Path) -> Path:
+def paused_db(new_db: NewDb) -> Target:
     """Thread `t`, paused at the review workflow's question."""
-    path = tmp_path / "paused.db"
+    path = new_db("paused.db")
     request = json.dumps({"request": "refund 7", "plan": "", "log": []})
     assert ttcli(path, "run", REVIEW, "-t", "t", "--input", request).exit_code == 4
     return path

@@ -18,6 +18,7 @@ from langgraph.checkpoint.memory import InMemorySaver as LgInMemorySaver
 
 import ttcli
 from tests.conftest import SAVERS
+from tests.pg import new_dsn
 from ttcli.savers.sqlite import SqliteSaver
 
 _UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
@@ -102,6 +103,8 @@ def ttcli_api(backend: str, tmp_path: Path) -> SimpleNamespace:
     def saver() -> Any:
         if backend == "memory":
             return ttcli.InMemorySaver()
+        if backend == "postgres":
+            return ttcli.PostgresSaver(new_dsn())
         return SqliteSaver(tmp_path / f"{next(files)}.db")
 
     return SimpleNamespace(**{**vars(TTCLI), "Saver": saver})

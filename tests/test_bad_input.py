@@ -10,6 +10,7 @@ import shutil
 import sqlite3
 import tempfile
 from collections.abc import Callable, Iterator
+from contextlib import closing
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -19,7 +20,8 @@ import pytest
 from click.testing import Result
 
 from fixtures.order_agent import REQUEST, build
-from tests.clitools import ORDER_AGENT, dump, ttcli
+from tests.clitools import ORDER_AGENT, Target, dump, ttcli
+from tests.conftest import BACKENDS
 from ttcli import Command
 from ttcli.configs import CheckpointRef
 from ttcli.errors import (
@@ -39,7 +41,8 @@ from ttcli.ops.durations import moment_before
 from ttcli.ops.prune import PrunePolicy
 from ttcli.ops.refs import resolve
 from ttcli.runtime.compiled import CompiledStateGraph
-from ttcli.savers.sqlite import SqliteSaver
+from ttcli.savers.base import BaseSaver
+from ttcli.savers.locate import is_dsn, open_saver
 
 THREAD = {"configurable": {"thread_id": "order:123"}}
 SQL_KEY = "source') OR 1>0 --"
@@ -47,7 +50,7 @@ SQL_KEY = "source') OR 1>0 --"
 
 @dataclass(frozen=True)
 class Files:
-    db: Path  # holds thread order:123
+    db: Target  # holds thread order:123
     graphs: Path  # a Python file with a failing graph and a non-graph
     tmp: Path
     shared: Path  # a folder that users other than root may enter
@@ -73,28 +76,40 @@ def other_sqlite(f: Files) -> Path:
 
 def truncated(f: Files) -> Path:
     path = f.tmp / "truncated.db"
-    data = f.db.read_bytes()
+    data = Path(f.db).read_bytes()
     path.write_bytes(data[: len(data) // 2])
     return path
 
 
-def _edited(f: Files, name: str, *statements: str) -> Path:
+def _edited(f: Files, name: str, statement: str, postgres: str) -> Target:
+    """A copy of the order database with `statement` run on it (on PostgreSQL, whose
+    database is the test's own, the order database itself with `postgres` run on it)."""
+    if is_dsn(f.db):
+        import psycopg
+
+        with psycopg.connect(str(f.db)) as pg:
+            pg.execute(postgres.encode())
+        return f.db
     path = f.tmp / name
     shutil.copy(f.db, path)
     conn = sqlite3.connect(path)
-    for statement in statements:
-        conn.execute(statement)
+    conn.execute(statement)
     conn.commit()
     conn.close()
     return path
 
 
-def newer(f: Files) -> Path:
-    return _edited(f, "newer.db", "PRAGMA user_version = 99")
+def newer(f: Files) -> Target:
+    return _edited(f, "newer.db", "PRAGMA user_version = 99", "UPDATE ttcli_meta SET version = 99")
 
 
-def corrupt_blobs(f: Files) -> Path:
-    return _edited(f, "corrupt.db", "UPDATE blobs SET value = X'c1c1c1'")
+def corrupt_blobs(f: Files) -> Target:
+    bad = "UPDATE blobs SET value = {}"
+    return _edited(f, "corrupt.db", bad.format("X'c1c1c1'"), bad.format("'\\xc1c1c1'"))
+
+
+#: what only a SQLite file can be (test_postgres_bad_input.py has PostgreSQL's own)
+FILES_ONLY = {"text_file", "other_sqlite", "truncated", "read_only"}
 
 
 def read_only(f: Files) -> Path:
@@ -125,33 +140,33 @@ def as_file_owner_not() -> Iterator[None]:
 class Bad:
     name: str
     #: does the bad thing with the database path; a CLI row returns click's Result
-    act: Callable[[Path, Files], Any]
+    act: Callable[[Target, Files], Any]
     #: the CLI exit code, or the exception the library raises
     expect: int | type[Exception]
     #: a regex the one line (without "Error: ") must match in full
     line: str
     #: makes the file to use instead of the order database
-    file: Callable[[Files], Path] | None = None
+    file: Callable[[Files], Target] | None = None
 
 
-def cli(*args: str) -> Callable[[Path, Files], Result]:
-    def act(path: Path, f: Files) -> Result:
+def cli(*args: str) -> Callable[[Target, Files], Result]:
+    def act(path: Target, f: Files) -> Result:
         given = [a.replace("{graphs}", str(f.graphs)).replace("{tmp}", str(f.tmp)) for a in args]
         return ttcli(path, *given)
 
     return act
 
 
-def api(call: Callable[[CompiledStateGraph, SqliteSaver], Any]) -> Callable[[Path, Files], Any]:
-    def act(path: Path, f: Files) -> Any:
-        with SqliteSaver.from_conn_string(path) as saver:
+def api(call: Callable[[CompiledStateGraph, BaseSaver], Any]) -> Callable[[Target, Files], Any]:
+    def act(path: Target, f: Files) -> Any:
+        with closing(open_saver(path)) as saver:
             return call(build().compile(checkpointer=saver), saver)
 
     return act
 
 
-def opening(path: Path, f: Files) -> Any:
-    with SqliteSaver.from_conn_string(path) as saver:
+def opening(path: Target, f: Files) -> Any:
+    with closing(open_saver(path)) as saver:
         return saver.get_tuple(THREAD)
 
 
@@ -223,7 +238,7 @@ BAD = [
     Bad("other-sqlite-file", cli("threads"), 6, NOT_TTCLI, other_sqlite),
     Bad("truncated-file", cli("history", "-t", "order:123"), 6, NOT_TTCLI, truncated),
     Bad("newer-schema", cli("threads"), 6,
-        r".*newer.db uses ttcli schema version 99, newer than this ttcli understands \(5\): upgrade ttcli to read it",
+        r".*(newer\.db|postgresql://\S+) uses ttcli schema version 99, newer than this ttcli understands \(5\): upgrade ttcli to read it",
         newer),
     Bad("corrupt-blob", cli("show", "latest", "-t", "order:123"), 6,
         rf"checkpoint {ID} of thread 'order:123' does not read: .*", corrupt_blobs),
@@ -270,13 +285,22 @@ def shared() -> Iterator[Path]:
     shutil.rmtree(folder)
 
 
-def content(path: Path, *, ttcli_file: bool) -> Any:
-    return dump(path) if ttcli_file else path.read_bytes()
+def content(path: Target, *, ttcli_file: bool) -> Any:
+    return dump(path) if ttcli_file or is_dsn(path) else Path(path).read_bytes()
 
 
-@pytest.mark.parametrize("bad", BAD, ids=[b.name for b in BAD])
+@pytest.mark.parametrize(
+    ("bad", "backend"),
+    [
+        pytest.param(bad, backend, id=f"{backend}-{bad.name}")
+        for bad in BAD
+        for backend in BACKENDS
+        if backend == "sqlite" or bad.file is None or bad.file.__name__ not in FILES_ONLY
+    ],
+    indirect=["backend"],
+)
 def test_bad_input_is_one_clear_line_and_changes_nothing(
-    bad: Bad, db: Path, graphs_file: Path, tmp_path: Path, shared: Path
+    bad: Bad, db: Target, graphs_file: Path, tmp_path: Path, shared: Path
 ) -> None:
     f = Files(db, graphs_file, tmp_path, shared)
     path = bad.file(f) if bad.file else db

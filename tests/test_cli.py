@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import operator
-import sqlite3
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -13,7 +13,18 @@ from typing import Annotated, TypedDict
 import pytest
 from click.testing import CliRunner
 
-from tests.clitools import GRAPHS, ORDER, ORDER_AGENT, REVIEW, ROOT, data, dump, ttcli
+from tests.clitools import (
+    GRAPHS,
+    ORDER,
+    ORDER_AGENT,
+    REVIEW,
+    ROOT,
+    Target,
+    data,
+    dump,
+    ttcli,
+    write_lock_held,
+)
 from ttcli import START, Send, SqliteSaver, StateGraph
 from ttcli.cli import cli
 
@@ -272,15 +283,13 @@ def test_prune_plans_then_deletes_and_archives(db: Path, tmp_path: Path) -> None
     assert [t["thread_id"] for t in data(ttcli(db, "threads", "--json"))] == ["b", "order:123"]
 
 
-def test_a_busy_database_exits_5(db: Path) -> None:
-    holder = sqlite3.connect(db, isolation_level=None)
-    holder.execute("BEGIN IMMEDIATE")
-    try:
+def test_a_busy_database_exits_5(db: Target) -> None:
+    with write_lock_held(db):
         result = ttcli(db, "fork", "latest", "-t", "order:123", "--busy-timeout", "0.05")
-    finally:
-        holder.execute("ROLLBACK")
     assert result.exit_code == 5
-    assert result.stderr == f"Error: {db} is busy: another process holds its lock; retry later\n"
+    assert re.fullmatch(
+        r"Error: \S+ is busy: another process holds its lock; retry later\n", result.stderr
+    )
 
 
 def test_every_command_has_help_with_an_example() -> None:

@@ -184,8 +184,14 @@ READING = [
     ids=["fan-out", "paused", "3000"],
 )
 def test_every_reading_command_reads_every_kind_of_thread(
-    request: pytest.FixtureRequest, args: list[str], kind: str, thread: str, key: str, where: str
+    request: pytest.FixtureRequest,
+    backend: str,
+    args: list[str],
+    kind: str,
+    thread: str,
+    key: str,
+    where: str,
 ) -> None:
-    db = request.getfixturevalue(f"{kind}_db")
+    db = request.getfixturevalue(f"{kind}_db")  # of `backend`: each runs on both
     result = ttcli(db, *[a.format(t=thread, key=key, where=where) for a in args])
     assert (result.exit_code, result.stderr) == (0, "") and result.stdout

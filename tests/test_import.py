@@ -17,10 +17,13 @@ import pydantic
 import pytest
 
 from tests.clitools import data, ttcli
+from tests.conftest import NewDb
+from tests.pg import new_dsn
 
 pytest.importorskip("langgraph.checkpoint.sqlite")
 
 from langchain_core.messages import AIMessage, BaseMessage  # noqa: E402
+from langgraph.checkpoint.postgres import PostgresSaver  # noqa: E402
 from langgraph.checkpoint.sqlite import SqliteSaver  # noqa: E402
 from langgraph.graph import END, START, MessagesState, StateGraph  # noqa: E402
 from langgraph.types import Command, Send, interrupt  # noqa: E402
@@ -73,19 +76,39 @@ def _cfg(thread: str) -> Any:
     return {"configurable": {"thread_id": thread}}
 
 
+def _fill(saver: Any) -> None:
+    """The threads every LangGraph database of these tests holds."""
+    chat = _chat(saver)
+    chat.invoke({"messages": [("user", "hi")]}, _cfg("chat"))
+    chat.invoke({"messages": [("user", "refund order 7")]}, _cfg("chat"))
+    review = _review(saver)
+    review.invoke({"messages": [("user", "order 7 broke")]}, _cfg("review"))
+    review.invoke(Command(resume="yes"), _cfg("review"))
+    review.invoke({"messages": [("user", "order 8 broke")]}, _cfg("paused"))
+    _fan(saver).invoke({"items": [1, 2, 3], "squares": []}, _cfg("fan"))
+
+
 @pytest.fixture
 def langgraph_file(tmp_path: Path) -> Path:
     path = tmp_path / "langgraph.sqlite"
     with SqliteSaver.from_conn_string(str(path)) as saver:
-        chat = _chat(saver)
-        chat.invoke({"messages": [("user", "hi")]}, _cfg("chat"))
-        chat.invoke({"messages": [("user", "refund order 7")]}, _cfg("chat"))
-        review = _review(saver)
-        review.invoke({"messages": [("user", "order 7 broke")]}, _cfg("review"))
-        review.invoke(Command(resume="yes"), _cfg("review"))
-        review.invoke({"messages": [("user", "order 8 broke")]}, _cfg("paused"))
-        _fan(saver).invoke({"items": [1, 2, 3], "squares": []}, _cfg("fan"))
+        _fill(saver)
     return path
+
+
+def _langgraph_postgres() -> str:
+    dsn = new_dsn()
+    with PostgresSaver.from_conn_string(dsn) as saver:
+        saver.setup()
+        _fill(saver)
+    return dsn
+
+
+def _langgraph_saver(source: str) -> Any:
+    """LangGraph's own saver on the source, to read what LangGraph reads there."""
+    if source.startswith("postgresql://"):
+        return PostgresSaver.from_conn_string(source)
+    return SqliteSaver.from_conn_string(source)
 
 
 def _plain(value: Any) -> Any:
@@ -109,23 +132,30 @@ def _shown(value: Any) -> Any:
     return value
 
 
-def test_import_copies_every_thread_as_langgraph_reads_it(
-    langgraph_file: Path, tmp_path: Path
-) -> None:
-    target = tmp_path / "ttcli.db"
+def test_the_langgraph_file_is_only_read(langgraph_file: Path, tmp_path: Path) -> None:
     before = langgraph_file.read_bytes()
-    result = ttcli(target, "import", str(langgraph_file))
-    assert result.exit_code == 0, result.stderr
-    # the LangGraph file is only read: same bytes, no journal left beside it
+    assert ttcli(tmp_path / "ttcli.db", "import", str(langgraph_file)).exit_code == 0
+    # same bytes, no journal left beside it
     assert langgraph_file.read_bytes() == before
     assert list(tmp_path.glob("langgraph.sqlite*")) == [langgraph_file]
+
+
+@pytest.mark.parametrize("langgraph_on", ["sqlite", "postgres"])
+def test_import_copies_every_thread_as_langgraph_reads_it(
+    langgraph_file: Path, new_db: NewDb, langgraph_on: str
+) -> None:
+    """From LangGraph's SqliteSaver file or PostgresSaver database, into either backend."""
+    source = str(langgraph_file) if langgraph_on == "sqlite" else _langgraph_postgres()
+    target = new_db("ttcli.db")
+    result = ttcli(target, "import", source)
+    assert result.exit_code == 0, result.stderr
     assert result.stdout.startswith("imported 4 threads (6 namespaces), ")
     threads = {
         (t["thread_id"], t["checkpoint_ns"]) for t in data(ttcli(target, "--json", "threads"))
     }
     assert {("chat", ""), ("review", ""), ("paused", ""), ("fan", "")} <= threads
     assert any(thread == "paused" and ns.startswith("sub:") for thread, ns in threads)
-    with SqliteSaver.from_conn_string(str(langgraph_file)) as saver:
+    with _langgraph_saver(source) as saver:
         for thread, graph in [("chat", _chat), ("review", _review), ("fan", _fan)]:
             expected = list(graph(saver).get_state_history(_cfg(thread)))
             history = data(ttcli(target, "--json", "history", "--thread", thread))

@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import datetime as dt
 import enum
+import json
 import uuid
 from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypedDict
 
 import pytest
 from langchain_core.messages import (
@@ -24,9 +25,12 @@ from langchain_core.messages import (
 from langgraph.checkpoint.base import Checkpoint, empty_checkpoint
 from langgraph.checkpoint.base.id import uuid6
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+from langgraph.graph import START, StateGraph
 from langgraph.types import Command, Interrupt, Send
 from pydantic import BaseModel
 
+from tests.clitools import ttcli
+from tests.pg import new_dsn
 from ttcli.langgraph import TtcliSaver
 
 
@@ -194,6 +198,20 @@ def test_a_child_id_that_sorts_before_its_parent_is_refused(saver: TtcliSaver) -
     assert [t.checkpoint["id"] for t in saver.list(_config("t"))] == [parent["id"]]
 
 
-def test_a_postgresql_dsn_is_refused_until_that_backend_exists(tmp_path: Path) -> None:
-    with pytest.raises(ValueError, match="PostgreSQL backend is not there yet"):
-        TtcliSaver("postgresql://localhost/app")
+def test_a_postgresql_dsn_stores_in_postgresql_for_the_cli_to_read() -> None:
+    dsn = new_dsn()
+    with TtcliSaver(dsn) as saver:
+        graph = StateGraph(Counter)
+        graph.add_node("inc", lambda state: {"n": state["n"] + 1})
+        graph.add_edge(START, "inc")
+        graph.compile(checkpointer=saver).invoke({"n": 1}, _config("pg"))
+    result = ttcli(dsn, "history", "-t", "pg", "--json")
+    assert result.exit_code == 0, result.stderr
+    assert [row["step"] for row in json.loads(result.stdout)] == [1, 0, -1]
+    assert json.loads(ttcli(dsn, "show", "latest", "-t", "pg", "--json").stdout)["values"] == {
+        "n": 2
+    }
+
+
+class Counter(TypedDict):
+    n: int

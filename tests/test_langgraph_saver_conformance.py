@@ -1,11 +1,11 @@
 """LangGraph's official conformance suite (langgraph-checkpoint-conformance) on TtcliSaver:
-every base capability and every extended one, each run on a fresh file."""
+every base capability and every extended one, on SQLite and on PostgreSQL, each run on a
+fresh database."""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
-from pathlib import Path
 
 import pytest
 from langgraph.checkpoint.conformance import checkpointer_test, validate
@@ -15,6 +15,7 @@ from langgraph.checkpoint.conformance.capabilities import (
     Capability,
 )
 
+from tests.conftest import NewDb
 from ttcli.langgraph import TtcliSaver
 
 
@@ -23,12 +24,12 @@ from ttcli.langgraph import TtcliSaver
     sorted(BASE_CAPABILITIES | EXTENDED_CAPABILITIES),
     ids=str,
 )
-def test_conformance(capability: Capability, tmp_path: Path) -> None:
+def test_conformance(capability: Capability, new_db: NewDb) -> None:
     files = iter(range(1000))
 
     @checkpointer_test(name="TtcliSaver")
     async def ttcli_saver() -> AsyncIterator[TtcliSaver]:
-        saver = TtcliSaver(tmp_path / f"conformance-{next(files)}.db")
+        saver = TtcliSaver(new_db(f"conformance-{next(files)}.db"))
         yield saver
         saver.close()
 

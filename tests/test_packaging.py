@@ -10,13 +10,16 @@ import sys
 import tomllib
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).parent.parent
-PACKAGED_SCHEMA = ROOT / "ttcli" / "savers" / "schema.sql"
+PACKAGED = ROOT / "ttcli" / "savers"
 
 
-def test_the_packaged_schema_is_the_documented_one() -> None:
-    assert not PACKAGED_SCHEMA.is_symlink()  # a wheel does not carry a symlink's target
-    assert PACKAGED_SCHEMA.read_text() == (ROOT / "schema.sql").read_text()
+@pytest.mark.parametrize("name", ["schema.sql", "schema-postgres.sql"])
+def test_the_packaged_schema_is_the_documented_one(name: str) -> None:
+    assert not (PACKAGED / name).is_symlink()  # a wheel does not carry a symlink's target
+    assert (PACKAGED / name).read_text() == (ROOT / name).read_text()
 
 
 def test_runtime_dependencies_are_ranges_and_exclude_test_tools() -> None:

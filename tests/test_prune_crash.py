@@ -1,4 +1,5 @@
-"""`ttcli prune --archive` SIGKILLed at random SQL statements, several seeds (SPEC §5).
+"""`ttcli prune --archive` SIGKILLed at random SQL statements, several seeds (SPEC §5), on a
+SQLite file and on PostgreSQL (the archive: a SQLite file).
 
 Between kills a paused thread may be answered, so a checkpoint already copied into the
 archive gains pending writes before the prune that deletes it runs again. After every kill
@@ -10,17 +11,20 @@ finishes, and a last run finds nothing more to do.
 from __future__ import annotations
 
 import random
+from contextlib import closing
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 
 from tests import graphs
+from tests.clitools import Target
+from tests.conftest import NewDb
 from tests.test_crash import KILLED, Content, contents, integrity, worker
 from tests.test_prune import boundary
 from tests.workers import INPUT, loop_graph
 from ttcli import END, START, Command, StateGraph, interrupt
-from ttcli.savers.sqlite import SqliteSaver
+from ttcli.savers.locate import open_saver
 from ttcli.uuid6 import id_time
 
 PAUSED = {"configurable": {"thread_id": "review"}}
@@ -28,23 +32,23 @@ API = SimpleNamespace(StateGraph=StateGraph, START=START, END=END, interrupt=int
 review = graphs.review(API)
 
 
-def build(db: Path) -> None:
-    with SqliteSaver.from_conn_string(db) as saver:
+def build(db: Target) -> None:
+    with closing(open_saver(db)) as saver:
         graph = loop_graph().compile(checkpointer=saver)
         for i in range(3):
             graph.invoke(INPUT, {"configurable": {"thread_id": f"t{i}"}})
         review.compile(checkpointer=saver).invoke({"plan": "", "log": []}, PAUSED)
 
 
-def answer_if_paused(db: Path) -> None:
-    """Answer the paused thread if its checkpoint is still in the live file."""
-    with SqliteSaver.from_conn_string(db) as saver:
+def answer_if_paused(db: Target) -> None:
+    """Answer the paused thread if its checkpoint is still in the live database."""
+    with closing(open_saver(db)) as saver:
         app = review.compile(checkpointer=saver)
         if app.get_state(PAUSED).next == ("review",):
             app.invoke(Command(resume="approved"), PAUSED)
 
 
-def nothing_lost(before: dict[tuple[str, str], Content], db: Path, archive: Path) -> None:
+def nothing_lost(before: dict[tuple[str, str], Content], db: Target, archive: Path) -> None:
     assert integrity(db) == "ok"
     live = contents(db)
     kept = contents(archive) if archive.exists() else {}
@@ -58,10 +62,10 @@ def nothing_lost(before: dict[tuple[str, str], Content], db: Path, archive: Path
 # archive kept the copy from before the answer); any seed must pass
 @pytest.mark.parametrize("seed", [3, 8, 13])
 def test_a_killed_archive_prune_loses_nothing_and_a_rerun_finishes(
-    tmp_path: Path, seed: int
+    tmp_path: Path, new_db: NewDb, seed: int
 ) -> None:
     rng = random.Random(seed)
-    db, archive = tmp_path / "live.db", tmp_path / "archive.db"
+    db, archive = new_db("live.db"), tmp_path / "archive.db"
     build(db)
     # what was there before the first run goes; what answering the paused thread adds stays
     bound = boundary()

@@ -14,7 +14,8 @@ import msgpack
 import pytest
 from click.testing import CliRunner
 
-from tests.clitools import ORDER, ORDER_AGENT, dump, ttcli
+from tests.clitools import ORDER, ORDER_AGENT, dump, edit_rows, ttcli
+from tests.conftest import NewDb
 from ttcli.cli import cli
 from ttcli.savers import serde
 
@@ -145,8 +146,8 @@ def test_verify_reports_forged_data(hostile: tuple[Path, Path, str]) -> None:
     assert not sentinel.exists() and PROBE not in sys.modules
 
 
-def test_verify_passes_a_healthy_file(tmp_path: Path) -> None:
-    db = tmp_path / "ok.db"
+def test_verify_passes_a_healthy_file(new_db: NewDb) -> None:
+    db = new_db("ok.db")
     ttcli(db, "run", ORDER_AGENT, "-t", "t", "--input", json.dumps(ORDER))
     result = ttcli(db, "verify")
     assert (result.exit_code, result.stdout) == (
@@ -156,14 +157,33 @@ def test_verify_passes_a_healthy_file(tmp_path: Path) -> None:
 
 
 def test_verify_reports_a_thread_count_that_rows_written_behind_its_back_broke(
-    tmp_path: Path,
+    new_db: NewDb,
 ) -> None:
-    db = tmp_path / "counted.db"
+    db = new_db("counted.db")
     ttcli(db, "run", ORDER_AGENT, "-t", "t", "--input", json.dumps(ORDER))
-    conn = sqlite3.connect(db)
-    conn.execute("DELETE FROM checkpoints WHERE step = -1")  # another tool, not ttcli
-    conn.commit()
-    conn.close()
+    edit_rows(db, "DELETE FROM checkpoints WHERE step = -1")  # another tool, not ttcli
     result = ttcli(db, "verify")
     assert result.exit_code == 6
     assert "thread 't' (namespace '') is recorded with 6 checkpoints but has 5" in result.stdout
+
+
+def test_verify_reports_damage_and_objects_ttcli_did_not_create(new_db: NewDb) -> None:
+    """A child stored before its parent, and a trigger someone put on a ttcli table."""
+    db = new_db("damaged.db")
+    ttcli(db, "run", ORDER_AGENT, "-t", "t", "--input", json.dumps(ORDER))
+    trigger = {
+        # the same trigger in each database's dialect
+        True: "CREATE FUNCTION noop() RETURNS trigger LANGUAGE plpgsql AS "
+        "'BEGIN RETURN NEW; END'; CREATE TRIGGER audit AFTER INSERT ON checkpoints "
+        "FOR EACH ROW EXECUTE FUNCTION noop()",
+        False: "CREATE TRIGGER audit AFTER INSERT ON checkpoints BEGIN SELECT 1; END",
+    }[isinstance(db, str)]
+    edit_rows(
+        db,
+        "UPDATE checkpoints SET parent_id = checkpoint_id WHERE step = 1",  # its own parent
+        trigger,
+    )
+    result = ttcli(db, "verify")
+    assert result.exit_code == 6
+    assert "trigger audit on checkpoints is not part of ttcli's schema" in result.stdout
+    assert "does not sort after its parent" in result.stdout

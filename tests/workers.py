@@ -5,8 +5,8 @@ Modes:
                               the KILL_AT-th SQL statement starts (0: never)
   cli KILL_AT ARGS...         run `ttcli ARGS...` in this process, killed the same way
   write DB THREAD LOG RUNS    invoke the loop graph RUNS times on THREAD
-  read DB STOP THREADS...     `history` and `show` the threads until the file STOP exists
-  prune DB STOP OLD           prune the OLD threads named old:0.. one by one until STOP exists
+  read DB STOP THREADS...     `history` and `show latest` of the threads until STOP exists
+                              (a prune may take any older checkpoint meanwhile)
   ask DB THREAD LOG RUNS      start the review workflow RUNS times on THREAD (it pauses for a
                               person each time), recording every commit in LOG
   answer DB THREAD LOG RUNS   RUNS times `ttcli update` then `ttcli resume` on THREAD, in this
@@ -29,7 +29,6 @@ import random
 import signal
 import sqlite3
 import sys
-import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from typing import Annotated, Any, TypedDict
@@ -40,8 +39,13 @@ from ttcli import END, START, StateGraph
 from ttcli.cli import cli
 from ttcli.configs import RunnableConfig
 from ttcli.errors import CheckpointNotFoundError
+from ttcli.savers import postgres as postgres_module
 from ttcli.savers import sqlite as sqlite_module
 from ttcli.savers.base import Checkpoint
+from ttcli.savers.locate import is_dsn
+from ttcli.savers.postgres import PostgresSaver
+from ttcli.savers.postgres.connection import PgDb
+from ttcli.savers.sql.saver import SqlSaver
 from ttcli.savers.sqlite import SqliteSaver
 
 LOOPS = 3
@@ -75,17 +79,16 @@ def canonical(value: Any) -> str:
     return json.dumps(value, sort_keys=True, default=repr)
 
 
-class LoggingSaver(SqliteSaver):
+class Logging(SqlSaver):
     """Appends each checkpoint id to LOG once its transaction has committed.
 
     Without LOG it records more, to the file named by TTCLI_RECORD (so that the command
-    line can open it as it opens a SqliteSaver): one JSON line for each checkpoint and for
+    line can open it as it opens a saver): one JSON line for each checkpoint and for
     each task's writes, {"put": id, "thread", "checkpoint", "metadata"} or {"task_writes": id,
     "thread", "task", "writes": [[channel, value]]}, values as `canonical` text.
     """
 
-    def __init__(self, path: str, log: str | None = None, **kwargs: Any) -> None:
-        super().__init__(path, **kwargs)
+    def start_log(self, log: str | None) -> None:
         self.log, self.record = log or os.environ["TTCLI_RECORD"], log is None
         self.lines: list[str] = []
         self.depth = 0  # batches entered
@@ -146,6 +149,23 @@ class LoggingSaver(SqliteSaver):
         self.lines.clear()
 
 
+class LoggingSqlite(Logging, SqliteSaver):
+    def __init__(self, path: str, log: str | None = None, **kwargs: Any) -> None:
+        SqliteSaver.__init__(self, path, **kwargs)
+        self.start_log(log)
+
+
+class LoggingPostgres(Logging, PostgresSaver):
+    def __init__(self, dsn: str, log: str | None = None, **kwargs: Any) -> None:
+        PostgresSaver.__init__(self, dsn, **kwargs)
+        self.start_log(log)
+
+
+def logging_saver(db: str, log: str | None = None) -> Logging:
+    """A recording saver on DB, a SQLite file or a PostgreSQL DSN."""
+    return LoggingPostgres(db, log) if is_dsn(db) else LoggingSqlite(db, log)
+
+
 REVIEW = "fixtures/review_workflow.py:builder"
 
 
@@ -155,7 +175,7 @@ def ask(db: str, thread: str, log: str, runs: int) -> None:
     from fixtures.review_workflow import builder
 
     os.environ["TTCLI_RECORD"] = log
-    saver = LoggingSaver(db)  # recording
+    saver = logging_saver(db)  # recording
     graph = builder.compile(checkpointer=saver)
     for run in range(runs):
         request = {"request": f"refund order {run}", "plan": "", "log": []}
@@ -168,7 +188,8 @@ def answer(db: str, thread: str, log: str, runs: int) -> None:
     thread, either may find it running, paused again, just started, or its checkpoint pruned
     under it (exit 2, 3 or 4): fine, as long as it says so in one line."""
     os.environ["TTCLI_RECORD"] = log
-    sqlite_module.SqliteSaver = LoggingSaver  # type: ignore[misc,assignment]
+    sqlite_module.SqliteSaver = LoggingSqlite  # type: ignore[misc,assignment]
+    postgres_module.PostgresSaver = LoggingPostgres  # type: ignore[misc]
     common = ["--db", db, "--thread", thread, "--graph", REVIEW]
     for run in range(runs):
         for args in (
@@ -193,7 +214,8 @@ def archive(db: str, target: str, stop: str, keep: str) -> None:
 
 
 def kill_at(statement: int) -> None:
-    """SIGKILL this process when the statement-th SQL statement (on any connection) starts."""
+    """SIGKILL this process when the statement-th SQL statement (on any connection) starts:
+    SQLite's as its trace callback sees them, PostgreSQL's as ttcli sends them."""
     if statement <= 0:
         return
     connect = sqlite3.connect
@@ -205,6 +227,14 @@ def kill_at(statement: int) -> None:
         if count == statement:
             os.kill(os.getpid(), signal.SIGKILL)
 
+    send = PgDb.execute
+
+    def traced_send(self: PgDb, sql: str, parameters: Any = None, /) -> Any:
+        trace(sql)
+        return send(self, sql, parameters)
+
+    PgDb.execute = traced_send  # type: ignore[method-assign]
+
     def traced(*args: Any, **kwargs: Any) -> sqlite3.Connection:
         conn: sqlite3.Connection = connect(*args, **kwargs)
         conn.set_trace_callback(trace)
@@ -215,7 +245,7 @@ def kill_at(statement: int) -> None:
 
 def run(db: str, thread: str, log: str) -> None:
     """Start the thread, or resume it from its latest checkpoint, until the graph ends."""
-    saver = LoggingSaver(db, log)
+    saver = logging_saver(db, log)
     graph = loop_graph().compile(checkpointer=saver)
     config: RunnableConfig = {"configurable": {"thread_id": thread}}
     # `next` of the head can be empty when every task of its step finished before the kill:
@@ -224,7 +254,7 @@ def run(db: str, thread: str, log: str) -> None:
 
 
 def write(db: str, thread: str, log: str, runs: int) -> None:
-    saver = LoggingSaver(db, log)
+    saver = logging_saver(db, log)
     graph = loop_graph().compile(checkpointer=saver)
     for _ in range(runs):
         graph.invoke(INPUT, {"configurable": {"thread_id": thread}})
@@ -244,20 +274,7 @@ def read(db: str, stop: str, threads: Sequence[str]) -> None:
     while not os.path.exists(stop):
         thread = rng.choice(threads)
         ttcli("--db", db, "history", "-t", thread, "--limit", "5", "--json")
-        ttcli("--db", db, "show", "latest~1", "-t", thread, "--json")
-        rounds += 1
-    print(rounds)
-
-
-def prune(db: str, stop: str, old: int) -> None:
-    rounds = 0
-    while not os.path.exists(stop):
-        if rounds < old:
-            args = ["--thread", f"old:{rounds}", "--older-than", "0s", "--keep-last", "1"]
-        else:
-            args = ["--prefix", "old:", "--idle", "0s"]
-            time.sleep(0.01)
-        ttcli("--db", db, "prune", *args, "--yes")
+        ttcli("--db", db, "show", "latest", "-t", thread, "--json")
         rounds += 1
     print(rounds)
 
@@ -276,8 +293,6 @@ def main(argv: Sequence[str]) -> None:
         write(args[0], args[1], args[2], int(args[3]))
     elif mode == "read":
         read(args[0], args[1], args[2:])
-    elif mode == "prune":
-        prune(args[0], args[1], int(args[2]))
     elif mode == "ask":
         ask(args[0], args[1], args[2], int(args[3]))
     elif mode == "answer":

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from ttcli.runtime.types import PregelTask, StateSnapshot
     from ttcli.savers.base import BaseSaver, CheckpointTuple
     from ttcli.savers.memory import InMemorySaver, MemorySaver
+    from ttcli.savers.postgres import PostgresSaver
     from ttcli.savers.serde import Serializer
     from ttcli.savers.sqlite import SqliteSaver
     from ttcli.values import (
@@ -67,6 +68,7 @@ __all__ = [
     "MemorySaver",
     "Message",
     "MessagesState",
+    "PostgresSaver",
     "PregelTask",
     "RemoveMessage",
     "RetryPolicy",
@@ -120,6 +122,7 @@ _WHERE = {
     "MemorySaver": "ttcli.savers.memory",
     "Serializer": "ttcli.savers.serde",
     "SqliteSaver": "ttcli.savers.sqlite",
+    "PostgresSaver": "ttcli.savers.postgres",
     "AIMessage": "ttcli.values",
     "Command": "ttcli.values",
     "HumanMessage": "ttcli.values",

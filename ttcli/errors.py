@@ -16,7 +16,8 @@ Messages say what was wrong and which thing it was, in one line.
     ├── StorageError                        the database file cannot be used as a ttcli database
     │   ├── SchemaVersionError              written by a newer ttcli
     │   ├── CorruptValueError               a stored value that does not decode
-    │   ├── DatabaseBusyError               still locked after the busy timeout (safe to retry)
+    │   ├── DatabaseBusyError               still locked after the busy timeout, or the server
+    │   │                                   unreachable (safe to retry)
     │   └── LangGraphFileError              a LangGraph SqliteSaver file, for a command that writes
     ├── NotFoundError (LookupError)
     │   ├── CheckpointNotFoundError         a checkpoint id that is not in the thread
@@ -107,7 +108,8 @@ class CorruptValueError(StorageError):
 
 
 class DatabaseBusyError(StorageError):
-    """Another process held the database lock past the busy timeout."""
+    """Another process held the database lock past the busy timeout, or the database
+    server did not answer: safe to retry."""
 
 
 class LangGraphFileError(StorageError):

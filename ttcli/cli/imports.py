@@ -1,4 +1,4 @@
-"""`ttcli import`: a LangGraph SqliteSaver file into a ttcli database."""
+"""`ttcli import`: another database's threads into a ttcli database."""
 
 from __future__ import annotations
 
@@ -8,31 +8,35 @@ from dataclasses import asdict
 import click
 
 from ttcli.cli.main import Env, output_options, pass_env
-from ttcli.ops.imports import import_langgraph
+from ttcli.ops.imports import import_threads
 
 
 @click.command("import")
-@click.argument("source", metavar="SRC", type=click.Path(dir_okay=False))
+@click.argument("source", metavar="SRC")
 @output_options
 @pass_env
 def import_(env: Env, source: str) -> None:
-    """Copy every thread (all namespaces) of a LangGraph SqliteSaver file SRC into the
-    ttcli database (--db), with ids, parents, metadata and pending writes.
+    """Copy every thread (all namespaces) of the database SRC into the ttcli database
+    (--db), with ids, parents, metadata and pending writes. SRC is a LangGraph SqliteSaver
+    file, a LangGraph PostgresSaver database (postgresql://...), or another ttcli database:
+    a SQLite file or a PostgreSQL DSN, so threads move between the two.
 
-    SRC is only read. Values are decoded without importing anything named in the file:
-    LangChain messages become ttcli messages, Send and Interrupt ttcli's, other classes
-    inert data {"$type": "module.Name", "data": ...}. A thread already in the database is
-    refused (exit 2, nothing written); a value that does not decode stops the import
-    (exit 6) before any of its thread is written. The reading commands (history, show,
-    diff, tree, threads, blame, verify) also read a LangGraph file itself, read-only.
+    SRC is only read. LangGraph's values are decoded without importing anything named in
+    the database: LangChain messages become ttcli messages, Send and Interrupt ttcli's,
+    other classes inert data {"$type": "module.Name", "data": ...}; what each node wrote is
+    derived from the pending writes. A thread already in the database is refused (exit 2,
+    nothing written); a value that does not decode stops the import (exit 6) before any of
+    its thread is written. The reading commands (history, show, diff, tree, threads, blame,
+    verify) also read a LangGraph SqliteSaver file itself, read-only.
 
     \b
     Example:
         ttcli --db app.ttcli.db import langgraph.sqlite
+        ttcli --db postgresql://app@db/agents import app.ttcli.db
         ttcli --db app.ttcli.db threads
         ttcli --db langgraph.sqlite history --thread chat:1     # read-only, no import
     """
-    summary = import_langgraph(source, env.saver(create=True))
+    summary = import_threads(source, env.saver(create=True))
     if env.format_json:
         click.echo(json.dumps(asdict(summary)))
         return

@@ -36,7 +36,7 @@ from ttcli.errors import (
 
 if TYPE_CHECKING:
     from ttcli.savers.base import BaseSaver
-    from ttcli.savers.sqlite import SqliteSaver
+    from ttcli.savers.sql.saver import SqlSaver
 
 FORMATS = ("table", "json", "jsonl", "csv")
 #: formats that draw a picture: `tree` and `graph` only
@@ -202,7 +202,7 @@ class Env:
     busy_timeout: float = 30.0
     #: the command only reads: the file is opened so that nothing can change it
     readonly: bool = False
-    _saver: SqliteSaver | None = field(default=None, repr=False)
+    _saver: SqlSaver | None = field(default=None, repr=False)
     #: the fields given as flags on the command line, which environment variables leave alone
     typed: set[str] = field(default_factory=set)
     #: a LangGraph file's threads, read into memory for the reading commands
@@ -218,12 +218,21 @@ class Env:
             self.format = "json"
 
     @property
-    def folder(self) -> Path:
-        """The database's folder: graph TARGETs beneath it are recorded relative to it."""
-        return Path(self.db).resolve().parent
+    def folder(self) -> Path | None:
+        """The database file's folder: graph TARGETs beneath it are recorded relative to it
+        (a server's database has none: they are recorded whole)."""
+        from ttcli.savers.locate import is_dsn
 
-    def saver(self, *, create: bool = False) -> SqliteSaver:
+        return None if is_dsn(self.db) else Path(self.db).resolve().parent
+
+    def saver(self, *, create: bool = False) -> SqlSaver:
         """The database, opened once; only commands that write may create it."""
+        from ttcli.savers.locate import is_dsn, open_saver
+
+        if self._saver is None and is_dsn(self.db):
+            self._saver = open_saver(
+                self.db, busy_timeout=self.busy_timeout, readonly=self.readonly and not create
+            )
         if self._saver is None:
             try:
                 exists = self.db == ":memory:" or Path(self.db).exists()
@@ -234,10 +243,8 @@ class Env:
                     f"no database at {self.db}: run a graph first (ttcli run), "
                     "or pass --db or TTCLI_DB"
                 )
-            from ttcli.savers.sqlite import SqliteSaver
-
             try:
-                self._saver = SqliteSaver(
+                self._saver = open_saver(
                     self.db, busy_timeout=self.busy_timeout, readonly=self.readonly and not create
                 )
             except StorageError as exc:
@@ -308,7 +315,7 @@ def _output_options(func: F, formats: tuple[str, ...]) -> F:
     options = [
         click.option(
             "--db", envvar="TTCLI_DB", metavar="PATH", expose_value=False, callback=_store("db"),
-            help="The SQLite file (env TTCLI_DB; default ./ttcli.db).",
+            help="The SQLite file, or a postgresql:// DSN (env TTCLI_DB; default ./ttcli.db).",
         ),
         click.option(
             "--format", type=click.Choice(formats), expose_value=False, callback=_store("format"),

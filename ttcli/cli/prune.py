@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from contextlib import closing
 from datetime import UTC, datetime
 from typing import Any
 
@@ -22,7 +23,8 @@ from ttcli.ops.prune import (
     plan_prune,
     require_thread,
 )
-from ttcli.savers.sqlite import SqliteSaver
+from ttcli.savers.locate import is_dsn, open_saver
+from ttcli.savers.sql.saver import SqlSaver
 from ttcli.savers.sqlite.copy import same_file
 
 
@@ -101,7 +103,7 @@ def _config(plan: ThreadPlan) -> dict[str, Any]:
     return CheckpointRef(plan.thread_id, plan.checkpoint_ns).to_config()
 
 
-def _delete(saver: SqliteSaver, plans: list[ThreadPlan], archive: str | None) -> PruneReport:
+def _delete(saver: SqlSaver, plans: list[ThreadPlan], archive: str | None) -> PruneReport:
     if not sys.stderr.isatty():  # cron: no progress bar
         return _execute(saver, plans, archive, None)
     total = sum(p.count for p in plans)
@@ -110,13 +112,16 @@ def _delete(saver: SqliteSaver, plans: list[ThreadPlan], archive: str | None) ->
 
 
 def _execute(
-    saver: SqliteSaver, plans: list[ThreadPlan], archive: str | None, progress: Progress | None
+    saver: SqlSaver, plans: list[ThreadPlan], archive: str | None, progress: Progress | None
 ) -> PruneReport:
-    if archive is not None and same_file(archive, saver.path):
-        raise InputError(f"--archive {archive} is the database being pruned: archive elsewhere")
+    same = InputError(f"--archive {archive} is the database being pruned: archive elsewhere")
+    if archive is not None and not is_dsn(archive) and same_file(archive, saver.path):
+        raise same  # refused before the file could be created
     if archive is None or not plans:  # nothing to archive: no archive file either
         return execute_prune(saver, plans, progress=progress)
-    with SqliteSaver.from_conn_string(archive) as target:
+    with closing(open_saver(archive)) as target:
+        if saver.stores_in(target):
+            raise same
         return execute_prune(saver, plans, archive=target, progress=progress)
 
 

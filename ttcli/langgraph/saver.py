@@ -1,8 +1,9 @@
-"""TtcliSaver: LangGraph's checkpointer interface on ttcli's SQLite format.
+"""TtcliSaver: LangGraph's checkpointer interface on ttcli's format (SQLite or PostgreSQL).
 
-Everything is stored through ttcli's saver contract (`ttcli.SqliteSaver`), so the file is
-a ttcli database that every `ttcli` command reads. What LangGraph sends that ttcli's
-contract does not take as it is gets translated here, and back when read:
+Everything is stored through ttcli's saver contract (`ttcli.SqliteSaver` or
+`ttcli.PostgresSaver`), so the database is a ttcli database that every `ttcli` command
+reads. What LangGraph sends that ttcli's contract does not take as it is gets translated
+here, and back when read:
 
 - values: see `ttcli.langgraph.values`;
 - a checkpoint's `v` (ttcli's rows read as 1) is kept, when it is not 1, as the version of
@@ -32,10 +33,11 @@ from langgraph.checkpoint.base import (
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from ttcli.configs import CheckpointRef
-from ttcli.errors import CheckpointNotFoundError, ConfigError
+from ttcli.errors import CheckpointNotFoundError
 from ttcli.langgraph.values import Values
 from ttcli.savers import base as ttcli_base
-from ttcli.savers.sqlite import DEFAULT_BUSY_TIMEOUT, SqliteSaver
+from ttcli.savers.locate import open_saver
+from ttcli.savers.sql.transactions import DEFAULT_BUSY_TIMEOUT
 
 #: the channel whose version is the checkpoint's `v` (when it is not 1)
 V_CHANNEL = "__v__"
@@ -45,11 +47,11 @@ EarlyWrites = list[tuple[list[tuple[str, Any]], str, str]]
 
 
 class TtcliSaver(BaseCheckpointSaver[str]):
-    """A LangGraph checkpointer storing in a ttcli SQLite file.
+    """A LangGraph checkpointer storing in a ttcli database.
 
     Args:
-        path: the SQLite file (created if missing); a `postgresql://` DSN once ttcli's
-            PostgreSQL backend exists (until then a ValueError).
+        path: the SQLite file (created if missing), or a `postgresql://` DSN (needs
+            `ttcli[postgres]`; the tables are created if missing).
         serde: LangGraph's serializer for the values ttcli does not store as they are
             (by default LangGraph's `JsonPlusSerializer`, with its allowlist).
         busy_timeout: seconds to wait for another process's write lock.
@@ -67,13 +69,8 @@ class TtcliSaver(BaseCheckpointSaver[str]):
         serde: SerializerProtocol | None = None,
         busy_timeout: float = DEFAULT_BUSY_TIMEOUT,
     ) -> None:
-        if str(path).startswith(("postgresql://", "postgres://")):
-            raise ConfigError(
-                f"cannot open {path}: ttcli's PostgreSQL backend is not there yet; "
-                "give the path of a SQLite file"
-            )
         super().__init__(serde=serde)
-        store = SqliteSaver(path, busy_timeout=busy_timeout)
+        store = open_saver(path, busy_timeout=busy_timeout)
         self._bind(store, store.close)
 
     @classmethod

@@ -1,24 +1,36 @@
-"""`ttcli import`: copy every thread of a LangGraph SqliteSaver file into a ttcli database,
-through the saver contract (`put`, `put_writes`), one batch per thread.
+"""`ttcli import`: copy every thread of another database into a ttcli database, through the
+saver contract (`put`, `put_writes`), one batch per thread.
+
+The source is a LangGraph SqliteSaver file, a LangGraph PostgresSaver database, or another
+ttcli database (a SQLite file or a PostgreSQL DSN): threads move between the backends.
 
 LangGraph 1.x no longer records `writes` (what each node returned) in a checkpoint's
 metadata; the import derives it from the pending writes, as ttcli's runtime records it: an
 input checkpoint's is the `__start__` task's channels, any other's the channels each task
 finished writing at its parent, by node (a later task of the same node wins, as in the
-runtime's `{name: output}`)."""
+runtime's `{name: output}`).
+"""
 
 from __future__ import annotations
 
+import builtins
+import sqlite3
 from collections.abc import Iterable
+from contextlib import closing
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
+from typing import Any, Protocol
 
 from ttcli.configs import CheckpointRef
-from ttcli.errors import ConfigError
+from ttcli.errors import ConfigError, NotFoundError
 from ttcli.ops.inspect import task_name
-from ttcli.ops.langgraph_file import LangGraphFile, Stored
+from ttcli.ops.langgraph_file import LangGraphFile, Stored, read_only_uri
+from ttcli.ops.targets import anchored
 from ttcli.savers.base import BaseSaver, Checkpoint
+from ttcli.savers.locate import is_dsn, open_saver
 from ttcli.savers.memory import InMemorySaver
+from ttcli.savers.rules import copy_checkpoint
+from ttcli.savers.sql.saver import SqlSaver
 
 
 @dataclass
@@ -26,48 +38,154 @@ class ImportSummary:
     threads: int = 0
     namespaces: int = 0
     checkpoints: int = 0
-    #: the LangGraph file's size (with its WAL)
+    #: what the source takes (a LangGraph file with its WAL, LangGraph's tables, or the
+    #: imported threads of a ttcli database)
     bytes_before: int = 0
     #: what the imported threads take in the ttcli database
     bytes_after: int = 0
 
 
-def import_langgraph(path: str, saver: BaseSaver, thread_id: str | None = None) -> ImportSummary:
-    """Copy every thread (all namespaces) of the LangGraph file at `path` into `saver`, or
-    only `thread_id`'s.
+class Source(Protocol):
+    """Threads to import, each read whole before any of it is written."""
 
-    Every thread is decoded in full before any of it is written, and written in one batch,
-    so a value that does not decode stops the import without leaving half a thread.
+    size: int
+
+    def thread_ids(self) -> builtins.list[str]: ...
+
+    def copy(self, thread_id: str, target: BaseSaver) -> builtins.list[str]:
+        """Write the thread into `target` (in its batch); returns its namespaces."""
+        ...
+
+    def close(self) -> None: ...
+
+
+class LangGraphSource:
+    """A LangGraph database: its checkpoints decoded into inert data, then stored."""
+
+    def __init__(self, reader: Any) -> None:
+        self.reader, self.size = reader, reader.size
+
+    def thread_ids(self) -> builtins.list[str]:
+        return list(self.reader.thread_ids())
+
+    def copy(self, thread_id: str, target: BaseSaver) -> builtins.list[str]:
+        stored = with_writes(self.reader.thread(thread_id))  # decoded before a write
+        with target.batch():
+            for saved in stored:
+                _put(target, thread_id, saved)
+        return sorted({saved.ns for saved in stored})
+
+    def close(self) -> None:
+        self.reader.close()
+
+
+class TtcliSource:
+    """Another ttcli database: checkpoints copied as the archive copies them, and what is
+    recorded with each thread (its graph TARGET, whole)."""
+
+    def __init__(self, saver: SqlSaver, folder: Path | None) -> None:
+        self.saver, self.size, self.folder = saver, 0, folder
+
+    def thread_ids(self) -> builtins.list[str]:
+        return sorted({summary.thread_id for summary in self.saver.list_threads()})
+
+    def copy(self, thread_id: str, target: BaseSaver) -> builtins.list[str]:
+        namespaces = [s.checkpoint_ns for s in self.saver.list_threads(thread_id)
+                      if s.thread_id == thread_id]  # fmt: skip
+        with target.batch():
+            for ns in namespaces:
+                ref = CheckpointRef(thread_id, ns)
+                self.size += self.saver.thread_bytes(ref.to_config()) or 0
+                for saved in reversed(builtins.list(self.saver.list(ref.to_config()))):
+                    copy_checkpoint(self.saver, saved, target, ref)
+            info = self.saver.get_thread_info(thread_id)
+            if info:
+                target.set_thread_info(thread_id, anchored(info, self.folder))
+        return namespaces
+
+    def close(self) -> None:
+        self.saver.close()
+
+
+def open_source(source: str) -> Source:
+    """The database at `source`, opened to be read only.
 
     Raises:
-        ConfigError: a thread of the file is already in `saver` (nothing is written).
+        NotFoundError: no file there. StorageError: a database neither LangGraph's nor
+            ttcli's, or one that cannot be opened.
+    """
+    if is_dsn(source):
+        return _postgres_source(source)
+    if not Path(source).is_file():
+        raise NotFoundError(f"no database at {source}")
+    if _is_ttcli_file(source):
+        return TtcliSource(open_saver(source, readonly=True), Path(source).resolve().parent)
+    return LangGraphSource(LangGraphFile(source))
+
+
+def _is_ttcli_file(path: str) -> bool:
+    try:
+        with closing(sqlite3.connect(read_only_uri(path), uri=True)) as c:
+            tables = {row[0] for row in c.execute("SELECT name FROM sqlite_master")}
+    except sqlite3.Error:
+        return False
+    return {"threads", "blobs", "names"} <= tables
+
+
+def _postgres_source(dsn: str) -> Source:
+    try:
+        import psycopg
+
+        from ttcli.ops.langgraph_postgres import LangGraphPostgres, is_langgraph_postgres
+        from ttcli.savers.postgres.errors import storage_error
+    except ImportError:
+        return TtcliSource(open_saver(dsn, readonly=True), None)  # names the extra to install
+    try:
+        conn = psycopg.connect(dsn, autocommit=True, connect_timeout=10)
+    except psycopg.Error as exc:
+        raise storage_error(exc, dsn.split("?")[0]) from None
+    if is_langgraph_postgres(conn):
+        return LangGraphSource(LangGraphPostgres(conn, dsn))
+    conn.close()
+    return TtcliSource(open_saver(dsn, readonly=True), None)
+
+
+def import_threads(source: str, saver: BaseSaver, thread_id: str | None = None) -> ImportSummary:
+    """Copy every thread (all namespaces) of the database at `source` into `saver`, or only
+    `thread_id`'s.
+
+    Every thread is read in full before any of it is written, and written in one batch, so a
+    value that does not decode stops the import without leaving half a thread.
+
+    Raises:
+        ConfigError: `source` is `saver`'s own database, or one of its threads is already in
+            `saver` (nothing is written).
         CorruptValueError: a value does not decode (threads before it stay imported).
     """
-    source = LangGraphFile(path)
+    opened = open_source(source)
     try:
-        thread_ids = [t for t in source.thread_ids() if thread_id in (None, t)]
+        if isinstance(opened, TtcliSource) and opened.saver.stores_in(saver):
+            raise ConfigError(f"{source} is the database being imported into: nothing to do")
+        thread_ids = [t for t in opened.thread_ids() if thread_id in (None, t)]
         present = [t for t in thread_ids if _has_thread(saver, t)]
         if present:
             raise ConfigError(
                 f"thread '{present[0]}' is already in the database ({len(present)} of the "
-                "file's threads are): import into another file, or delete them first"
+                "source's threads are): import into another database, or delete them first"
             )
-        summary = ImportSummary(bytes_before=source.size)
+        summary = ImportSummary()
         for thread_id in thread_ids:
-            stored = with_writes(source.thread(thread_id))
-            with saver.batch():
-                for saved in stored:
-                    _put(saver, thread_id, saved)
+            namespaces = opened.copy(thread_id, saver)
             summary.threads += 1
-            summary.checkpoints += len(stored)
-            namespaces = sorted({saved.ns for saved in stored})
             summary.namespaces += len(namespaces)
             for ns in namespaces:
-                taken = saver.thread_bytes(CheckpointRef(thread_id, ns).to_config())
-                summary.bytes_after += taken or 0
+                config = CheckpointRef(thread_id, ns).to_config()
+                summary.checkpoints += saver.count_checkpoints(config)
+                summary.bytes_after += saver.thread_bytes(config) or 0
+        summary.bytes_before = opened.size
         return summary
     finally:
-        source.close()
+        opened.close()
 
 
 #: channels a task writes that are not its output: control, and the edges it takes
@@ -118,7 +236,7 @@ def read_langgraph(path: str, thread_id: str | None = None) -> BaseSaver:
         CorruptValueError: a value does not decode.
     """
     saver = InMemorySaver()
-    import_langgraph(path, saver, thread_id)
+    import_threads(path, saver, thread_id)
     return saver
 
 

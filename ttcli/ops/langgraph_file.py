@@ -217,7 +217,7 @@ class LangGraphFile:
             if Path(path + suffix).exists()
         )
         try:
-            self.conn = sqlite3.connect(_read_only_uri(path), uri=True)
+            self.conn = sqlite3.connect(read_only_uri(path), uri=True)
             columns = {
                 table: {row[1] for row in self.conn.execute(f"PRAGMA table_info({table})")}
                 for table in ("checkpoints", "writes")  # constants, not input
@@ -250,7 +250,7 @@ class LangGraphFile:
         for ns, checkpoint_id, parent_id, kind, blob, metadata in rows:
             where = f"checkpoint {checkpoint_id} of thread '{thread_id}'"
             try:
-                saved = Stored(ns, _checkpoint(decode(kind, blob)), decode_metadata(metadata),
+                saved = Stored(ns, checkpoint_of(decode(kind, blob)), decode_metadata(metadata),
                                parent_id)  # fmt: skip
                 self._writes(thread_id, ns, checkpoint_id, saved)
             except CorruptValueError as exc:
@@ -277,14 +277,14 @@ def is_langgraph_file(path: str) -> bool:
     return True
 
 
-def _read_only_uri(path: str) -> str:
+def read_only_uri(path: str) -> str:
     """Read-only; with no WAL file beside it (no writer has it open), immutable as well, so
     that reading leaves no `-wal` or `-shm` file next to it."""
     uri = f"{Path(path).resolve().as_uri()}?mode=ro"
     return uri if Path(path + "-wal").exists() else f"{uri}&immutable=1"
 
 
-def _checkpoint(found: Any) -> dict[str, Any]:
+def checkpoint_of(found: Any) -> dict[str, Any]:
     """LangGraph's checkpoint as ttcli's contract takes it (its `v` kept as a version)."""
     if not isinstance(found, dict) or not {"id", "ts", "channel_versions"} <= set(found):
         raise CorruptValueError("a checkpoint that is not a LangGraph checkpoint")

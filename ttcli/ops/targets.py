@@ -22,21 +22,31 @@ from ttcli.runtime.compiled import CompiledStateGraph
 from ttcli.savers.base import BaseSaver
 
 
-def normalise(spec: str, folder: Path) -> str:
+def normalise(spec: str, folder: Path | None) -> str:
     """The TARGET as it is recorded with a thread: a file path relative to `folder` (the
     database's) when it lies beneath it, so that the two can move together (a golden database
-    in CI), and absolute otherwise."""
+    in CI), and absolute otherwise (always, for a server's database: `folder` None)."""
     module, _, attr = spec.rpartition(":")
     if not _is_file(module):
         return spec
     path = Path(module).resolve()
-    if path.is_relative_to(folder.resolve()):
+    if folder is not None and path.is_relative_to(folder.resolve()):
         return f"{path.relative_to(folder.resolve()).as_posix()}:{attr}"
     return f"{path}:{attr}"
 
 
+def anchored(info: dict[str, Any], folder: Path | None) -> dict[str, Any]:
+    """A thread's recorded info with its TARGET whole (a file path relative to `folder`, the
+    database file's, made absolute), to be recorded in another database."""
+    spec = info.get("target")
+    module, _, attr = str(spec).rpartition(":")
+    if spec is None or folder is None or not _is_file(module) or Path(module).is_absolute():
+        return info
+    return {**info, "target": f"{(folder / module).resolve()}:{attr}"}
+
+
 def record(
-    saver: BaseSaver, thread_id: str, spec: str, graph: CompiledStateGraph, folder: Path
+    saver: BaseSaver, thread_id: str, spec: str, graph: CompiledStateGraph, folder: Path | None
 ) -> None:
     """Remember the graph with the thread, for the commands that run it again, and its state
     keys, so that commands that never load a graph can show values in the state's order."""
@@ -46,7 +56,7 @@ def record(
 
 
 def for_thread(
-    saver: BaseSaver, thread_id: str, given: str | None, folder: Path, store: BaseSaver
+    saver: BaseSaver, thread_id: str, given: str | None, folder: Path | None, store: BaseSaver
 ) -> tuple[str, CompiledStateGraph]:
     """The graph to run a thread with, compiled with `store`, and its TARGET as shown: `given`
     (from --graph), else the one recorded with the thread (a file path relative to `folder`).
@@ -62,7 +72,7 @@ def for_thread(
     spec = str(recorded)
     module, _, attr = spec.rpartition(":")
     if _is_file(module):
-        path = folder / module
+        path = Path(module) if folder is None else folder / module
         if not path.is_file():
             raise TargetNotFoundError(
                 f"graph TARGET file {path}, recorded with thread '{thread_id}', does not "

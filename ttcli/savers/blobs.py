@@ -50,7 +50,7 @@ DECODED_MAX = 16  # list channel values kept decoded (a chat's history, read at 
 
 class BlobRows(Protocol):
     """Where a backend keeps blobs: rows of (blob_key, base_key, is_record, value), keys
-    handed out in increasing order. The SQLite one is `ttcli.savers.sqlite.blob_table`."""
+    handed out in increasing order. The SQLite one is `ttcli.savers.sql.blob_table`."""
 
     def insert(self, data: bytes, base_key: int | None, is_record: bool) -> int:
         """Store a blob; its new key is larger than every key handed out before."""

@@ -20,7 +20,7 @@ TaskWrites = dict[int, tuple[str, Any]]
 class Names(Protocol):
     """Channel, node and task path names, stored once by the backend and referred to by an
     integer key; and the serializer the rows that use them are encoded with. The SQLite one
-    is `ttcli.savers.sqlite.names`."""
+    is `ttcli.savers.sql.names`."""
 
     serde: Serializer
 

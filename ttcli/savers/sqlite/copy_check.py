@@ -9,8 +9,8 @@ from typing import Any
 
 from ttcli.errors import StorageError
 from ttcli.savers.records import unpack_parent
+from ttcli.savers.sql.params import chunks
 from ttcli.savers.sqlite.copy_page import READ_BACK, TABLED, Page, fetch_blobs, translated_pending
-from ttcli.savers.sqlite.params import chunks
 from ttcli.savers.sqlite.rekey import rekey_pending, rekey_state
 
 

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from ttcli.errors import StorageError
 from ttcli.savers.blobs import entry_refs
 from ttcli.savers.records import State, pending_refs, state_refs, unpack_parent
-from ttcli.savers.sqlite.params import chunks
+from ttcli.savers.sql.params import chunks
 
 if TYPE_CHECKING:
     from ttcli.savers.sqlite.copy import RowCopy

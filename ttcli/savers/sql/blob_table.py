@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Iterator, Sequence
 
-from ttcli.savers.sqlite.params import chunks
+from ttcli.savers.sql.db import Db
+from ttcli.savers.sql.params import chunks
 
 _INSERT = """
 INSERT INTO blobs (base_key, is_record, value)
 VALUES (:base_key, :is_record, :value)
+RETURNING blob_key
 """
 
 _CHAIN = """
@@ -36,18 +37,16 @@ WHERE blob_key = :blob_key
 """
 
 
-class SqliteBlobRows:
-    """Blob rows of one SQLite connection; callers hold the transaction."""
+class SqlBlobRows:
+    """Blob rows of one connection; callers hold the transaction."""
 
-    def __init__(self, conn: sqlite3.Connection) -> None:
+    def __init__(self, conn: Db) -> None:
         self.conn = conn
 
     def insert(self, data: bytes, base_key: int | None, is_record: bool) -> int:
-        cursor = self.conn.execute(
-            _INSERT, {"base_key": base_key, "is_record": int(is_record), "value": data}
-        )
-        assert cursor.lastrowid is not None
-        return cursor.lastrowid
+        params = {"base_key": base_key, "is_record": int(is_record), "value": data}
+        (blob_key,) = self.conn.execute(_INSERT, params).fetchall()[0]
+        return int(blob_key)
 
     def one(self, blob_key: int) -> tuple[int | None, int, bytes] | None:
         return self.conn.execute(_ONE, {"blob_key": blob_key}).fetchone()  # type: ignore[no-any-return]

@@ -3,7 +3,6 @@ the CheckpointTuple the contract hands out."""
 
 from __future__ import annotations
 
-import sqlite3
 from collections import OrderedDict
 from collections.abc import Sequence
 from datetime import UTC, datetime
@@ -15,10 +14,11 @@ from ttcli.savers.base import NOT_LOADED, Checkpoint, CheckpointTuple, PendingWr
 from ttcli.savers.blobs import BlobStore
 from ttcli.savers.records import Names, State, metadata_of, unpack_parent
 from ttcli.savers.serde import Ref
-from ttcli.savers.sqlite import sql
-from ttcli.savers.sqlite.connection import Connection
-from ttcli.savers.sqlite.ids import id_text
-from ttcli.savers.sqlite.pending import PendingWrites, in_order
+from ttcli.savers.sql import statements as sql
+from ttcli.savers.sql.db import Db
+from ttcli.savers.sql.ids import id_text
+from ttcli.savers.sql.pending import PendingWrites, in_order
+from ttcli.savers.sql.transactions import Transactions
 from ttcli.uuid6 import id_micros
 
 STATE_CACHE_MAX = 1024  # resolved checkpoint states kept for delta decoding
@@ -30,7 +30,7 @@ class States:
     """Resolved checkpoint states, and rows turned into CheckpointTuples."""
 
     def __init__(
-        self, connection: Connection, names: Names, blobs: BlobStore, pending: PendingWrites
+        self, connection: Transactions[Db], names: Names, blobs: BlobStore, pending: PendingWrites
     ) -> None:
         self.names, self.blobs, self.pending = names, blobs, pending
         self._cache: OrderedDict[tuple[int, bytes], State] = OrderedDict()
@@ -51,9 +51,7 @@ class States:
         if len(self._cache) > STATE_CACHE_MAX:
             self._cache.popitem(last=False)
 
-    def resolve(
-        self, conn: sqlite3.Connection, thread_key: int, checkpoint_id: bytes
-    ) -> State | None:
+    def resolve(self, conn: Db, thread_key: int, checkpoint_id: bytes) -> State | None:
         """A checkpoint's resolved state (deltas applied), or None if it does not exist."""
         cached = self._cache.get((thread_key, checkpoint_id))
         if cached is not None:
@@ -68,7 +66,7 @@ class States:
         return state
 
     def _deltas(
-        self, conn: sqlite3.Connection, thread_key: int, checkpoint_id: bytes
+        self, conn: Db, thread_key: int, checkpoint_id: bytes
     ) -> tuple[list[tuple[bytes, bytes]], State | None]:
         """The rows (id, state) from the checkpoint up its parents to a full state or a
         cached one (returned too, or None).
@@ -93,9 +91,7 @@ class States:
             key = unpack_parent(key, row[0]) if depth else None
         return rows, None
 
-    def tuple(
-        self, conn: sqlite3.Connection, row: Sequence[Any], *, values: bool = True
-    ) -> CheckpointTuple:
+    def tuple(self, conn: Db, row: Sequence[Any], *, values: bool = True) -> CheckpointTuple:
         """A row (as `sql.SELECT` gives it) as a CheckpointTuple; a row that is not what
         ttcli writes is an error naming the checkpoint."""
         try:
@@ -111,9 +107,7 @@ class States:
                 "`ttcli verify` lists what else is damaged"
             ) from None
 
-    def _read(
-        self, conn: sqlite3.Connection, row: Sequence[Any], *, values: bool
-    ) -> CheckpointTuple:
+    def _read(self, conn: Db, row: Sequence[Any], *, values: bool) -> CheckpointTuple:
         (thread_key, thread_id, ns, checkpoint_id, parent_id, created_at,
          source, step, other, _state) = row  # fmt: skip
         state = self.resolve(conn, thread_key, checkpoint_id)

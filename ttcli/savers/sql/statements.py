@@ -2,22 +2,17 @@
 
 from __future__ import annotations
 
-import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from ttcli.configs import CheckpointRef, RunnableConfig
 from ttcli.errors import ConfigError
 from ttcli.savers.rules import validate_filter
-from ttcli.savers.sqlite.ids import id_bytes, require_id
+from ttcli.savers.sql.ids import id_bytes, require_id
 
-#: the full metadata of a checkpoint row as JSON, as the checkpoint_list view shows it
-METADATA_SQL = """json_patch(
-    json_object(
-        'source', c.source, 'step', c.step, 'parents', json('{}'), 'writes', json(c.writers)
-    ),
-    coalesce(c.metadata, '{}')
-)"""
+#: one key of a metadata filter as a WHERE clause and its parameters (named after `n`, the
+#: key's position): `source` and `step` are columns, the rest is JSON in each database's terms
+MetadataMatch = Callable[[int, str, Any], tuple[str, dict[str, Any]]]
 
 THREAD = """
 SELECT thread_key
@@ -29,6 +24,7 @@ WHERE thread_id = :thread_id
 NEW_THREAD = """
 INSERT INTO threads (thread_id, checkpoint_ns)
 VALUES (:thread_id, :checkpoint_ns)
+RETURNING thread_key
 """
 
 SELECT = """
@@ -76,9 +72,11 @@ VALUES (
 """
 
 LATEST_ID = """
-SELECT max(checkpoint_id)
+SELECT checkpoint_id
 FROM checkpoints
 WHERE thread_key = :thread_key
+ORDER BY checkpoint_id DESC
+LIMIT 1
 """
 
 NEXT = """
@@ -91,17 +89,21 @@ LIMIT 1
 """
 
 BEFORE_ID = """
-SELECT max(checkpoint_id)
+SELECT checkpoint_id
 FROM checkpoints
 WHERE thread_key = :thread_key
   AND checkpoint_id < :checkpoint_id
+ORDER BY checkpoint_id DESC
+LIMIT 1
 """
 
 AFTER_ID = """
-SELECT min(checkpoint_id)
+SELECT checkpoint_id
 FROM checkpoints
 WHERE thread_key = :thread_key
   AND checkpoint_id > :checkpoint_id
+ORDER BY checkpoint_id
+LIMIT 1
 """
 
 DELETE_PENDING = """
@@ -118,24 +120,31 @@ WHERE thread_key = :thread_key
 """
 
 BRANCH = """
-INSERT OR IGNORE INTO branches (thread_key, parent_id, checkpoint_id)
+INSERT INTO branches (thread_key, parent_id, checkpoint_id)
 VALUES (:thread_key, :parent_id, :checkpoint_id)
+ON CONFLICT DO NOTHING
 """
 
 SET_PENDING = """
-INSERT OR REPLACE INTO writes (thread_key, checkpoint_id, tasks)
+INSERT INTO writes (thread_key, checkpoint_id, tasks)
 VALUES (:thread_key, :checkpoint_id, :tasks)
+ON CONFLICT (thread_key, checkpoint_id) DO UPDATE SET tasks = excluded.tasks
 """
 
 THREADS = """
-SELECT t.thread_id, t.checkpoint_ns, t.checkpoints, (
-    SELECT max(c.checkpoint_id) FROM checkpoints AS c
-    WHERE c.thread_key = t.thread_key
-) AS latest
-FROM threads AS t
-WHERE t.thread_id >= :prefix AND (:upper IS NULL OR t.thread_id < :upper)
-    AND latest IS NOT NULL
-ORDER BY t.thread_id, t.checkpoint_ns
+SELECT thread_id, checkpoint_ns, checkpoints, latest
+FROM (
+    SELECT t.thread_id, t.checkpoint_ns, t.checkpoints, (
+        SELECT c.checkpoint_id FROM checkpoints AS c
+        WHERE c.thread_key = t.thread_key
+        ORDER BY c.checkpoint_id DESC
+        LIMIT 1
+    ) AS latest
+    FROM threads AS t
+    WHERE t.thread_id >= :prefix AND (:upper IS NULL OR t.thread_id < :upper)
+) AS found
+WHERE latest IS NOT NULL
+ORDER BY thread_id, checkpoint_ns
 """
 
 #: a checkpoint row's bytes, as SQL over `checkpoints` (the 8 stands for the step)
@@ -151,7 +160,9 @@ def list_query(
     filter_: Mapping[str, Any] | None,
     before: RunnableConfig | None,
     limit: int | None,
+    match: MetadataMatch,
 ) -> tuple[str, dict[str, Any]]:
+    """The query `list` runs; `match` is the database's SQL for one metadata filter key."""
     clauses: list[str] = []
     params: dict[str, Any] = {}
     if config is not None:
@@ -168,10 +179,9 @@ def list_query(
         clauses.append("c.checkpoint_id < :before")
         params["before"] = require_id(before_id)
     for n, (key, value) in enumerate(validate_filter(filter_).items()):
-        clauses.append(filter_clause(n, key, value))
-        # the key is bound as a JSON path, never pasted into the SQL text
-        params[f"path{n}"] = "$" + "".join(f'."{part}"' for part in key.split("."))
-        params[f"value{n}"] = filter_value(value)
+        clause, bound = match(n, key, value)
+        clauses.append(clause)
+        params.update(bound)
     query = SELECT
     if clauses:
         query += "WHERE " + "\n  AND ".join(clauses) + "\n"
@@ -180,30 +190,3 @@ def list_query(
         query += "LIMIT :limit\n"
         params["limit"] = int(limit)
     return query, params
-
-
-def filter_clause(n: int, key: str, value: Any) -> str:
-    # source and step are columns: compared as they are, without building each row's JSON
-    if key == "source" and isinstance(value, str):
-        return f"c.source = :value{n}"
-    if key == "step" and isinstance(value, int | float) and not isinstance(value, bool):
-        return f"c.step = :value{n}"
-    extract = f"json_extract({METADATA_SQL}, :path{n})"
-    kind = f"json_type({METADATA_SQL}, :path{n})"
-    if value is None:
-        return f"{extract} IS NULL"
-    if isinstance(value, bool):
-        return f"{kind} = :value{n}"
-    if isinstance(value, int | float):
-        return f"{kind} IN ('integer', 'real') AND {extract} = :value{n}"
-    if isinstance(value, str):
-        return f"{kind} = 'text' AND {extract} = :value{n}"
-    return f"{kind} IN ('object', 'array') AND {extract} = json(:value{n})"
-
-
-def filter_value(value: Any) -> Any:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if value is None or isinstance(value, int | float | str):
-        return value
-    return json.dumps(value, separators=(",", ":"))

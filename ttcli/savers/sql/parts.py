@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from ttcli.savers.blobs import BlobStore
 from ttcli.savers.records import Names
-from ttcli.savers.sqlite.connection import Connection
-from ttcli.savers.sqlite.pending import PendingWrites
-from ttcli.savers.sqlite.rows import Rows
-from ttcli.savers.sqlite.states import States
+from ttcli.savers.sql.db import Db
+from ttcli.savers.sql.pending import PendingWrites
+from ttcli.savers.sql.rows import Rows
+from ttcli.savers.sql.states import States
+from ttcli.savers.sql.transactions import Transactions
 
 
 class OnParts:
@@ -16,7 +17,7 @@ class OnParts:
 
     def __init__(
         self,
-        connection: Connection,
+        connection: Transactions[Db],
         rows: Rows,
         pending: PendingWrites,
         states: States,

@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-import sqlite3
-
 from ttcli.errors import CorruptValueError
 from ttcli.savers.serde import Serializer
+from ttcli.savers.sql.db import Db
 
 
-class SqliteNames:
+class SqlNames:
     """Channel, node and task path names interned in the `names` table, and the serializer
     the rows that use them are encoded with."""
 
-    def __init__(self, conn: sqlite3.Connection, serde: Serializer) -> None:
+    def __init__(self, conn: Db, serde: Serializer) -> None:
         self.conn = conn
         self.serde = serde
         self._keys: dict[str, int] = {}
@@ -25,8 +24,9 @@ class SqliteNames:
             self._load()
             found = self._keys.get(name)
         if found is None:
-            found = self.conn.execute("INSERT INTO names (name) VALUES (?)", (name,)).lastrowid
-            assert found is not None
+            (found,) = self.conn.execute(
+                "INSERT INTO names (name) VALUES (?) RETURNING name_key", (name,)
+            ).fetchall()[0]
             self._keys[name], self._names[found] = found, name
         return found
 

@@ -8,7 +8,6 @@ lock, so nobody else can change them).
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -16,25 +15,26 @@ from typing import Any
 from ttcli.configs import CheckpointRef
 from ttcli.savers.base import ThreadSummary
 from ttcli.savers.records import unpack_parent
-from ttcli.savers.sqlite import sql
-from ttcli.savers.sqlite.connection import Connection
-from ttcli.savers.sqlite.ids import id_bytes, id_text
-from ttcli.savers.sqlite.params import chunks
+from ttcli.savers.sql import statements as sql
+from ttcli.savers.sql.db import Db, scalar
+from ttcli.savers.sql.ids import id_bytes, id_text
+from ttcli.savers.sql.params import chunks
+from ttcli.savers.sql.transactions import Transactions
 from ttcli.uuid6 import id_micros
 
 #: sorts above every 16-byte checkpoint id (an open upper bound as a plain value)
 _ABOVE_ALL = b"\xff" * 17
+#: a LIMIT that takes every row (both databases read NULL and negative limits differently)
+_NO_LIMIT = 2**62
 
 
 class Rows:
     """Looks up threads and checkpoint rows."""
 
-    def __init__(self, connection: Connection) -> None:
+    def __init__(self, connection: Transactions[Db]) -> None:
         self.connection = connection
 
-    def thread_key(
-        self, conn: sqlite3.Connection, ref: CheckpointRef, *, create: bool = False
-    ) -> int | None:
+    def thread_key(self, conn: Db, ref: CheckpointRef, *, create: bool = False) -> int | None:
         facts, known = self.connection.facts, (ref.thread_id, ref.checkpoint_ns)
         if self.connection.in_batch and known in facts.threads:
             return facts.threads[known]
@@ -43,19 +43,19 @@ class Rows:
         if row is not None:
             found: int | None = int(row[0])
         elif create:
-            found = conn.execute(sql.NEW_THREAD, params).lastrowid
+            found = int(conn.execute(sql.NEW_THREAD, params).fetchall()[0][0])
         else:
             return None
         if self.connection.in_batch and found is not None:
             facts.threads[known] = found
         return found
 
-    def latest(self, conn: sqlite3.Connection, thread_key: int) -> bytes | None:
+    def latest(self, conn: Db, thread_key: int) -> bytes | None:
         """The thread's latest checkpoint id (kept for the rest of a batch)."""
         facts = self.connection.facts.latest
         if self.connection.in_batch and thread_key in facts:
             return facts[thread_key]
-        (latest,) = conn.execute(sql.LATEST_ID, {"thread_key": thread_key}).fetchone()
+        latest = scalar(conn, sql.LATEST_ID, {"thread_key": thread_key})
         if self.connection.in_batch:
             facts[thread_key] = latest
         return latest  # type: ignore[no-any-return]
@@ -68,7 +68,7 @@ class Rows:
             if latest is None or checkpoint_id > latest:
                 facts[thread_key] = checkpoint_id
 
-    def exists(self, conn: sqlite3.Connection, thread_key: int, checkpoint_id: bytes) -> bool:
+    def exists(self, conn: Db, thread_key: int, checkpoint_id: bytes) -> bool:
         if self.latest(conn, thread_key) == checkpoint_id:
             return True
         found = conn.execute(
@@ -77,7 +77,7 @@ class Rows:
         ).fetchone()
         return found is not None
 
-    def present(self, conn: sqlite3.Connection, thread_key: int, ids: set[bytes]) -> list[bytes]:
+    def present(self, conn: Db, thread_key: int, ids: set[bytes]) -> list[bytes]:
         """Which of `ids` the thread has."""
         found: list[bytes] = []
         for chunk in chunks(sorted(ids)):
@@ -92,7 +92,7 @@ class Rows:
             ]
         return found
 
-    def row(self, conn: sqlite3.Connection, ref: CheckpointRef) -> Sequence[Any] | None:
+    def row(self, conn: Db, ref: CheckpointRef) -> Sequence[Any] | None:
         """The row `ref` names (the thread's latest without an id), as `sql.SELECT` gives it."""
         thread_key = self.thread_key(conn, ref)
         if thread_key is None:
@@ -107,7 +107,7 @@ class Rows:
 
     def ids(
         self,
-        conn: sqlite3.Connection,
+        conn: Db,
         ref: CheckpointRef,
         below: bytes | None,
         since: bytes | None,
@@ -124,12 +124,12 @@ class Rows:
                 "thread_key": self.thread_key(conn, ref),
                 "below": _ABOVE_ALL if below is None else below,
                 "since": b"" if since is None else since,
-                "limit": -1 if limit is None else limit,
+                "limit": _NO_LIMIT if limit is None else limit,
             },
         ).fetchall()
         return [id_text(key) if len(key) == 16 else repr(key) for (key,) in rows]
 
-    def count(self, conn: sqlite3.Connection, ref: CheckpointRef, below: bytes | None) -> int:
+    def count(self, conn: Db, ref: CheckpointRef, below: bytes | None) -> int:
         (count,) = conn.execute(
             "SELECT count(*) FROM checkpoints WHERE thread_key = :thread_key "
             "AND checkpoint_id < :below",
@@ -140,7 +140,7 @@ class Rows:
         ).fetchone()
         return int(count)
 
-    def children(self, conn: sqlite3.Connection, ref: CheckpointRef) -> list[str]:
+    def children(self, conn: Db, ref: CheckpointRef) -> list[str]:
         """The row right after the parent, if it is a child, and the recorded branches: two
         index steps however long the thread is."""
         wanted = id_bytes(ref.checkpoint_id or "")
@@ -158,9 +158,7 @@ class Rows:
             found.add(following[0])
         return sorted(id_text(child) for child in found)
 
-    def neighbours(
-        self, conn: sqlite3.Connection, ref: CheckpointRef, checkpoint_ids: Sequence[str]
-    ) -> set[str]:
+    def neighbours(self, conn: Db, ref: CheckpointRef, checkpoint_ids: Sequence[str]) -> set[str]:
         thread_key = self.thread_key(conn, ref)
         found: set[str] = set()
         for checkpoint_id in checkpoint_ids:
@@ -169,12 +167,12 @@ class Rows:
                 continue
             params = {"thread_key": thread_key, "checkpoint_id": key}
             for query in (sql.BEFORE_ID, sql.AFTER_ID):
-                (near,) = conn.execute(query, params).fetchone()
+                near = conn.execute(query, params).fetchone()
                 if near is not None:
-                    found.add(id_text(near))
+                    found.add(id_text(near[0]))
         return found
 
-    def threads(self, conn: sqlite3.Connection, prefix: str) -> list[ThreadSummary]:
+    def threads(self, conn: Db, prefix: str) -> list[ThreadSummary]:
         # the prefix is matched with a range, so the threads index is used and no LIKE
         # wildcard in it means anything; the count is kept on the thread and the newest id is
         # one index step away, so a thread of a million checkpoints lists as fast as one of ten
@@ -192,13 +190,13 @@ class Rows:
             for thread_id, ns, count, latest in rows
         ]
 
-    def info(self, conn: sqlite3.Connection, thread_id: str) -> dict[str, Any]:
+    def info(self, conn: Db, thread_id: str) -> dict[str, Any]:
         row = conn.execute(
             "SELECT info FROM threads WHERE thread_id = ? AND checkpoint_ns = ''", (thread_id,)
         ).fetchone()
         return json.loads(row[0]) if row and row[0] else {}
 
-    def set_info(self, conn: sqlite3.Connection, thread_id: str, info: Mapping[str, Any]) -> None:
+    def set_info(self, conn: Db, thread_id: str, info: Mapping[str, Any]) -> None:
         thread_key = self.thread_key(conn, CheckpointRef(thread_id), create=True)
         (stored,) = conn.execute(
             "SELECT info FROM threads WHERE thread_key = ?", (thread_key,)

@@ -12,14 +12,14 @@ never touch `writes` at all. Only this module knows about the two places: everyo
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from ttcli.savers.records import Names, decode_pending, encode_pending, unpack_parent
-from ttcli.savers.sqlite import sql
-from ttcli.savers.sqlite.connection import Connection
+from ttcli.savers.sql import statements as sql
+from ttcli.savers.sql.db import Db
+from ttcli.savers.sql.transactions import Transactions
 
 Pending = dict[str, tuple[str, dict[int, tuple[str, Any]]]]
 
@@ -40,7 +40,7 @@ class Held:
 class PendingWrites:
     """Reads, writes, holds and moves pending writes."""
 
-    def __init__(self, connection: Connection, names: Names) -> None:
+    def __init__(self, connection: Transactions[Db], names: Names) -> None:
         self.connection, self.names = connection, names
         self.held: Held | None = None
         connection.flush = self.flush
@@ -49,7 +49,7 @@ class PendingWrites:
     def _drop_held(self) -> None:
         self.held = None
 
-    def flush(self, conn: sqlite3.Connection) -> None:
+    def flush(self, conn: Db) -> None:
         """Write held pending writes to `writes`: something other than their checkpoint's
         child comes next in the batch."""
         held, self.held = self.held, None
@@ -60,9 +60,7 @@ class PendingWrites:
         held, self.held = self.held, None
         return held
 
-    def table(
-        self, conn: sqlite3.Connection, thread_key: int, checkpoint_id: bytes
-    ) -> tuple[Pending, bool]:
+    def table(self, conn: Db, thread_key: int, checkpoint_id: bytes) -> tuple[Pending, bool]:
         """The writes in the checkpoint's `writes` row, and whether it has one."""
         params = {"thread_key": thread_key, "checkpoint_id": checkpoint_id}
         row = conn.execute(sql.PENDING, params).fetchone()
@@ -70,7 +68,7 @@ class PendingWrites:
 
     def merged(
         self,
-        conn: sqlite3.Connection,
+        conn: Db,
         thread_key: int,
         checkpoint_id: bytes,
         *,
@@ -93,9 +91,7 @@ class PendingWrites:
                     known[idx] = write
         return merged
 
-    def set(
-        self, conn: sqlite3.Connection, thread_key: int, checkpoint_id: bytes, tasks: Pending
-    ) -> None:
+    def set(self, conn: Db, thread_key: int, checkpoint_id: bytes, tasks: Pending) -> None:
         conn.execute(
             sql.SET_PENDING,
             {
@@ -107,7 +103,7 @@ class PendingWrites:
 
     def store(
         self,
-        conn: sqlite3.Connection,
+        conn: Db,
         thread_key: int,
         checkpoint_id: bytes,
         tasks: Pending,
@@ -122,7 +118,7 @@ class PendingWrites:
         else:
             self.set(conn, thread_key, checkpoint_id, tasks)
 
-    def take(self, conn: sqlite3.Connection, thread_key: int, parent_id: bytes) -> bytes | None:
+    def take(self, conn: Db, thread_key: int, parent_id: bytes) -> bytes | None:
         """Move the parent's pending writes out of `writes` for its child's row (the row
         right after it, so none were moved into another row before)."""
         params = {"thread_key": thread_key, "checkpoint_id": parent_id}
@@ -132,9 +128,7 @@ class PendingWrites:
         conn.execute(sql.DELETE_PENDING, params)
         return row[0]  # type: ignore[no-any-return]
 
-    def give_back(
-        self, conn: sqlite3.Connection, thread_key: int, parent_id: bytes, child: bytes
-    ) -> None:
+    def give_back(self, conn: Db, thread_key: int, parent_id: bytes, child: bytes) -> None:
         """The child stops being the row right after its parent: the parent's writes it holds
         go back to `writes`."""
         tasks = self.merged(conn, thread_key, parent_id)

@@ -8,7 +8,6 @@ A row stored right after its parent takes the parent's pending writes into its o
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -29,10 +28,11 @@ from ttcli.savers.records import (
     unpack_parent,
 )
 from ttcli.savers.rules import check_child_id, merged_answers
-from ttcli.savers.sqlite import sql
-from ttcli.savers.sqlite.ids import id_bytes, micros, require_id
-from ttcli.savers.sqlite.parts import OnParts
-from ttcli.savers.sqlite.pending import Held, Pending
+from ttcli.savers.sql import statements as sql
+from ttcli.savers.sql.db import Db, scalar
+from ttcli.savers.sql.ids import id_bytes, micros, require_id
+from ttcli.savers.sql.parts import OnParts
+from ttcli.savers.sql.pending import Held, Pending
 from ttcli.uuid6 import id_micros
 
 
@@ -82,7 +82,7 @@ class Writer(OnParts):
 
     def _held_for(
         self,
-        conn: sqlite3.Connection,
+        conn: Db,
         thread_key: int,
         checkpoint_id: bytes,
         parent_id: bytes | None,
@@ -104,7 +104,7 @@ class Writer(OnParts):
 
     def place(
         self,
-        conn: sqlite3.Connection,
+        conn: Db,
         thread_key: int,
         checkpoint_id: bytes,
         parent_id: bytes | None,
@@ -127,11 +127,11 @@ class Writer(OnParts):
         )
         return False
 
-    def _split(self, conn: sqlite3.Connection, thread_key: int, checkpoint_id: bytes) -> None:
+    def _split(self, conn: Db, thread_key: int, checkpoint_id: bytes) -> None:
         """A row stored among older ones parts its two neighbours: if the later one is the
         earlier one's child, it becomes a branch, and gives back its parent's writes."""
         params = {"thread_key": thread_key, "checkpoint_id": checkpoint_id}
-        (previous,) = conn.execute(sql.BEFORE_ID, params).fetchone()
+        previous = scalar(conn, sql.BEFORE_ID, params)
         following = conn.execute(sql.NEXT, params).fetchone()
         if previous is None or following is None:
             return
@@ -146,7 +146,7 @@ class Writer(OnParts):
 
     def _parent(
         self,
-        conn: sqlite3.Connection,
+        conn: Db,
         writer: BlobWriter,
         thread_key: int,
         parent_id: bytes | None,
@@ -219,9 +219,7 @@ class Writer(OnParts):
                 conn, thread_key, checkpoint_id, table, latest=latest, replaces=has_row
             )
 
-    def _writes_writer(
-        self, conn: sqlite3.Connection, thread_key: int, checkpoint_id: bytes
-    ) -> BlobWriter:
+    def _writes_writer(self, conn: Db, thread_key: int, checkpoint_id: bytes) -> BlobWriter:
         """A blob writer for pending writes of a checkpoint: they may share the values its
         step wrote, but never be what a checkpoint reads as a channel value."""
         state = self.states.resolve(conn, thread_key, checkpoint_id)

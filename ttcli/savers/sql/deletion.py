@@ -9,16 +9,16 @@ to the oldest of them (blobs point only at older blobs).
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Iterable, Sequence
 
 from ttcli.configs import CheckpointRef
 from ttcli.savers.blobs import entry_refs
 from ttcli.savers.records import decode_pending, pending_refs, state_refs, unpack_parent
-from ttcli.savers.sqlite import sql
-from ttcli.savers.sqlite.params import chunks
-from ttcli.savers.sqlite.parts import OnParts
-from ttcli.savers.sqlite.pending import Pending
+from ttcli.savers.sql import statements as sql
+from ttcli.savers.sql.db import Db
+from ttcli.savers.sql.params import chunks
+from ttcli.savers.sql.parts import OnParts
+from ttcli.savers.sql.pending import Pending
 
 _PENDING_BYTES = "coalesce(sum(length(tasks)), 0) FROM writes"
 
@@ -71,7 +71,7 @@ class Deletion(OnParts):
                 conn.execute("DELETE FROM threads WHERE thread_key = ?", (thread_key,))
         self.connection.forget()
 
-    def thread_bytes(self, conn: sqlite3.Connection, ref: CheckpointRef) -> int:
+    def thread_bytes(self, conn: Db, ref: CheckpointRef) -> int:
         """Bytes of the thread's rows and of every value they need."""
         thread_key = self.rows.thread_key(conn, ref)
         if thread_key is None:
@@ -93,9 +93,7 @@ class Deletion(OnParts):
         )
         return int(rows) + int(pending) + int(values)
 
-    def refs(
-        self, conn: sqlite3.Connection, thread_key: int, ids: Sequence[bytes] | None = None
-    ) -> set[int]:
+    def refs(self, conn: Db, thread_key: int, ids: Sequence[bytes] | None = None) -> set[int]:
         """Blob keys that checkpoints (their values, writes and pending writes) point at;
         the whole thread's when `ids` is None.
 
@@ -119,7 +117,7 @@ class Deletion(OnParts):
                 found.update(pending_refs(self.blobs.serde.loads(tasks)))
         return found
 
-    def _delete_rows(self, conn: sqlite3.Connection, thread_key: int, doomed: list[bytes]) -> None:
+    def _delete_rows(self, conn: Db, thread_key: int, doomed: list[bytes]) -> None:
         """Delete checkpoint rows; what they pointed at becomes the thread's blob debt."""
         freed = self.refs(conn, thread_key, doomed)
         freed |= self._orphan_children(conn, thread_key, set(doomed))
@@ -146,14 +144,12 @@ class Deletion(OnParts):
         for parent, tasks in kept_writes.items():
             self.pending.set(conn, thread_key, parent, tasks)
         conn.executemany(
-            "INSERT OR IGNORE INTO blob_debt (thread_key, blob_key) VALUES (?, ?)",
+            "INSERT INTO blob_debt (thread_key, blob_key) VALUES (?, ?) ON CONFLICT DO NOTHING",
             [(thread_key, key) for key in freed],
         )
         self.states.clear()
 
-    def _orphan_children(
-        self, conn: sqlite3.Connection, thread_key: int, doomed: set[bytes]
-    ) -> set[int]:
+    def _orphan_children(self, conn: Db, thread_key: int, doomed: set[bytes]) -> set[int]:
         """Children that stay get a full state instead of a delta on a parent about to go,
         and no longer hold the parent's pending writes (whose blobs are returned)."""
         freed: set[int] = set()
@@ -172,7 +168,7 @@ class Deletion(OnParts):
         return freed
 
     def _writes_to_keep(
-        self, conn: sqlite3.Connection, thread_key: int, doomed: set[bytes]
+        self, conn: Db, thread_key: int, doomed: set[bytes]
     ) -> dict[bytes, Pending]:
         """A parent that stays keeps the pending writes that were moved into a child that
         goes: read them before the child's row is deleted."""
@@ -193,7 +189,7 @@ class Deletion(OnParts):
                     kept[parent] = self.pending.merged(conn, thread_key, parent)
         return kept
 
-    def _collect(self, conn: sqlite3.Connection, thread_key: int) -> None:
+    def _collect(self, conn: Db, thread_key: int) -> None:
         """Delete the blobs of the thread's debt that no remaining checkpoint needs."""
         debt = [
             key
@@ -210,7 +206,7 @@ class Deletion(OnParts):
             self._delete_blobs(conn, candidates - needed)
         conn.execute("DELETE FROM blob_debt WHERE thread_key = ?", (thread_key,))
 
-    def _delete_blobs(self, conn: sqlite3.Connection, keys: Iterable[int]) -> None:
+    def _delete_blobs(self, conn: Db, keys: Iterable[int]) -> None:
         # the newest blob always stays: SQLite gives a new row the largest key plus one, so a
         # key is then never handed out twice, and a key another process remembers (its
         # append-detection cache) can never come to mean another value
@@ -231,7 +227,7 @@ _ROW = "SELECT checkpoint_id, parent_id, parent_writes FROM checkpoints"
 
 
 def _children(
-    conn: sqlite3.Connection, thread_key: int, parents: set[bytes]
+    conn: Db, thread_key: int, parents: set[bytes]
 ) -> list[tuple[bytes, bytes | None, bytes | None]]:
     """The rows that may be children of `parents`: a child is the row right after its
     parent (invariant 1: it sorts after it) or recorded in `branches`. A page of a prune is
@@ -261,7 +257,7 @@ def _children(
     return list({row[0]: row for row in found}.values())
 
 
-def _has_rows(conn: sqlite3.Connection, thread_key: int) -> bool:
+def _has_rows(conn: Db, thread_key: int) -> bool:
     found = conn.execute(
         "SELECT 1 FROM checkpoints WHERE thread_key = ? LIMIT 1", (thread_key,)
     ).fetchone()

@@ -1,0 +1,117 @@
+"""Bad PostgreSQL targets: each is one clear line with its documented exit code, and nothing
+is written (test_bad_input.py runs the rest of the bad inputs on both backends)."""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Iterator
+from urllib.parse import urlsplit, urlunsplit
+
+import psycopg
+import pytest
+from langgraph.checkpoint.postgres import PostgresSaver as LangGraphPostgresSaver
+
+from tests.clitools import ttcli
+from tests.pg import new_dsn, server_dsn
+
+DOWN = "postgresql://postgres@127.0.0.1:1/test"  # nothing listens on port 1
+
+
+def _tables(dsn: str) -> list[str]:
+    with psycopg.connect(dsn) as conn:
+        rows = conn.execute(
+            "SELECT table_name FROM information_schema.tables "
+            "WHERE table_schema = current_schema() ORDER BY 1"
+        ).fetchall()
+    return [name for (name,) in rows]
+
+
+def _as_user(dsn: str, user: str) -> str:
+    parts = urlsplit(dsn)
+    return urlunsplit(parts._replace(netloc=f"{user}@{parts.hostname}:{parts.port or 5432}"))
+
+
+def _fails(dsn: str, code: int, line: str, *args: str) -> None:
+    result = ttcli(dsn, *(args or ("threads",)))
+    assert result.exit_code == code, result.stderr
+    assert result.stdout == ""
+    (message,) = result.stderr.splitlines()
+    assert re.fullmatch("Error: " + line, message), message
+
+
+@pytest.mark.parametrize(
+    ("make", "code", "line"),
+    [
+        (
+            lambda: DOWN,
+            5,
+            r"postgresql://\S+ is unreachable \(.*\): is the server up\? retry later",
+        ),
+        (
+            lambda: server_dsn().rsplit("/", 1)[0] + f"/nodb_{uuid.uuid4().hex[:8]}",
+            3,
+            r'postgresql://\S+: database "nodb_\w+" does not exist; create it first \(createdb\)',
+        ),
+        (
+            lambda: _as_user(server_dsn(), f"nobody_{uuid.uuid4().hex[:8]}"),
+            6,
+            r'postgresql://\S+: role "nobody_\w+" does not exist; check the user and password '
+            r"in the DSN",
+        ),
+        (
+            lambda: "postgresql://postgres@127.0.0.1:port/test",
+            2,
+            r"not a usable PostgreSQL DSN \(.*\): give postgresql://USER@HOST:PORT/DB",
+        ),
+        (
+            lambda: "postgresql://[oops",
+            2,
+            r"not a usable PostgreSQL DSN \(.*\): give postgresql://USER@HOST:PORT/DB",
+        ),
+    ],
+    ids=["server-down", "no-such-database", "no-such-user", "bad-port", "malformed"],
+)
+def test_a_dsn_that_cannot_be_used_is_one_line(make: object, code: int, line: str) -> None:
+    server_dsn()  # skips (or fails under CI) without a server, like every PostgreSQL test
+    assert callable(make)
+    _fails(make(), code, line)
+    _fails(make(), code, line, "run", "fixtures/order_agent.py:graph", "-t", "x", "--input", "{}")
+
+
+def test_another_applications_checkpoints_table_is_refused_and_left_alone() -> None:
+    dsn = new_dsn()
+    with LangGraphPostgresSaver.from_conn_string(dsn) as langgraph:
+        langgraph.setup()
+    before = _tables(dsn)
+    assert "checkpoints" in before
+    line = r"postgresql://\S+ holds another application's tables .*"
+    _fails(dsn, 6, line)
+    _fails(dsn, 6, line, "run", "fixtures/order_agent.py:graph", "-t", "x", "--input", "{}")
+    assert _tables(dsn) == before
+
+
+@pytest.fixture
+def login_without_create() -> Iterator[tuple[str, str]]:
+    """A role that may log in and use a fresh schema, but not create in it; and its DSN."""
+    dsn = new_dsn()
+    role = f"ttcli_ro_{uuid.uuid4().hex[:8]}"
+    schema = urlsplit(dsn).query.rpartition("%3D")[2]
+    with psycopg.connect(server_dsn(), autocommit=True) as admin:
+        admin.execute(f'CREATE ROLE "{role}" LOGIN')
+        admin.execute(f'GRANT USAGE ON SCHEMA "{schema}" TO "{role}"')
+    try:
+        yield dsn, _as_user(dsn, role)
+    finally:
+        with psycopg.connect(server_dsn(), autocommit=True) as admin:
+            admin.execute(f'DROP OWNED BY "{role}"')
+            admin.execute(f'DROP ROLE "{role}"')
+
+
+def test_no_permission_to_create_tables_is_one_line(
+    login_without_create: tuple[str, str],
+) -> None:
+    owner, restricted = login_without_create
+    line = r"postgresql://\S+: permission denied \(.*\); grant this user the rights .*"
+    _fails(restricted, 6, line, "run", "fixtures/order_agent.py:graph", "-t", "x", "--input", "{}")
+    assert _tables(owner) == []

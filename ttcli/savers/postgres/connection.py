@@ -1,0 +1,191 @@
+"""A PostgreSQL database and its transactions (see `ttcli.savers.sql.transactions`).
+
+Connections come from a psycopg pool, one for each transaction (a batch keeps its own until
+it ends). Statements are the shared SQL with `?` and `:name` parameters, rewritten once into
+psycopg's, and bound on the client side, as sqlite3 binds them.
+
+A write transaction first increments `ttcli_meta.generation`: the row lock orders the
+writers of the database (as SQLite's BEGIN IMMEDIATE does) and the number says whether
+another connection wrote since this one last looked (SQLite's PRAGMA data_version). A read
+is one REPEATABLE READ snapshot.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Iterable
+from typing import Any
+
+import psycopg
+from psycopg import ClientCursor
+from psycopg.conninfo import conninfo_to_dict
+from psycopg.pq import TransactionStatus
+from psycopg_pool import ConnectionPool
+
+from ttcli.errors import StorageError, TtcliError
+from ttcli.savers.postgres.errors import storage_error
+from ttcli.savers.postgres.migrations import OBJECTS, open_schema
+from ttcli.savers.sql.db import scalar
+from ttcli.savers.sql.transactions import DEFAULT_BUSY_TIMEOUT, Transactions
+
+#: seconds to wait for the server to answer when connecting
+CONNECT_TIMEOUT = 10
+
+_BUMP = "UPDATE ttcli_meta SET generation = generation + 1 RETURNING generation"
+_GENERATION = "SELECT generation FROM ttcli_meta"
+#: which server (its start time and port), database and schema the tables are in
+_IDENTITY = """
+SELECT pg_postmaster_start_time(), inet_server_port(), current_database(), current_schema()
+"""
+
+
+def display_name(dsn: str) -> str:
+    """The DSN as messages show it: never with its password."""
+    try:
+        parts = conninfo_to_dict(dsn)
+    except psycopg.ProgrammingError:
+        return "the PostgreSQL DSN given"
+    user = f"{parts['user']}@" if parts.get("user") else ""
+    host = parts.get("host") or "localhost"
+    port = f":{parts['port']}" if parts.get("port") else ""
+    return f"postgresql://{user}{host}{port}/{parts.get('dbname') or ''}"
+
+
+@functools.lru_cache(maxsize=512)
+def psycopg_sql(sql: str) -> str:
+    """Shared SQL with psycopg's parameters: `:name` is `%(name)s`, `?` is `%s` (a `::`
+    cast is left alone, and a literal `%` is doubled)."""
+    sql = sql.replace("%", "%%")
+    sql = re.sub(r"(?<![:\w]):([A-Za-z_]\w*)", r"%(\1)s", sql)
+    return sql.replace("?", "%s")
+
+
+class PgDb:
+    """The connection of the transaction in progress, as the SQL parts use it (`Db`)."""
+
+    def __init__(self) -> None:
+        self.conn: psycopg.Connection[Any] | None = None
+
+    def _cursor(self) -> ClientCursor[Any]:
+        if self.conn is None:
+            raise StorageError("a ttcli statement ran outside a transaction (a bug in ttcli)")
+        return ClientCursor(self.conn)
+
+    def execute(self, sql: str, parameters: Any = None, /) -> ClientCursor[Any]:
+        cursor = self._cursor()
+        cursor.execute(psycopg_sql(sql), _params(parameters))
+        return cursor
+
+    def executemany(self, sql: str, parameters: Iterable[Any], /) -> ClientCursor[Any]:
+        cursor = self._cursor()
+        cursor.executemany(psycopg_sql(sql), [_params(p) for p in parameters])
+        return cursor
+
+    def script(self, sql: str) -> None:
+        """Run several statements without parameters (a schema)."""
+        assert self.conn is not None
+        self.conn.execute(sql.encode())
+
+
+def _params(parameters: Any) -> Any:
+    if parameters is None or isinstance(parameters, dict):
+        return parameters
+    return list(parameters)
+
+
+class PgConnection(Transactions[PgDb]):
+    """A pool of connections to one database, its lock, and the batch in progress."""
+
+    def __init__(
+        self, dsn: str, busy_timeout: float = DEFAULT_BUSY_TIMEOUT, *, readonly: bool = False
+    ) -> None:
+        super().__init__(display_name(dsn), readonly=readonly)
+        self.conn = PgDb()
+        self._generation: int | None = None
+        self._bumped = False
+        lock_timeout = f"{max(1, int(busy_timeout * 1000))}ms"
+        options = {"autocommit": True, "connect_timeout": CONNECT_TIMEOUT}
+        try:  # one direct connection first: its error says what is wrong (password, host...)
+            with psycopg.connect(dsn, **options) as first:  # type: ignore[arg-type]
+                first.execute(f"SET lock_timeout = '{lock_timeout}'")
+                open_schema(first, self.path, readonly=readonly)
+                self.identity = first.execute(_IDENTITY).fetchone()
+        except psycopg.Error as exc:
+            raise storage_error(exc, self.path) from None
+
+        def configure(conn: psycopg.Connection[Any]) -> None:
+            conn.execute(f"SET lock_timeout = '{lock_timeout}'")
+
+        self.pool = ConnectionPool(
+            dsn,
+            min_size=1,
+            max_size=2,
+            kwargs=options,
+            configure=configure,
+            open=False,
+            timeout=busy_timeout,
+            name="ttcli",
+        )
+        try:
+            self.pool.open(wait=True, timeout=CONNECT_TIMEOUT)
+        except Exception as exc:
+            self.pool.close()
+            raise StorageError(f"cannot use {self.path}: {exc}") from None
+
+    def close(self) -> None:
+        with self.lock:
+            self.pool.close()
+
+    def vacuum(self) -> None:
+        """Make the space of deleted rows reusable, and refresh the planner's statistics
+        (VACUUM runs outside a transaction; PostgreSQL's autovacuum does it too, later)."""
+        with self.lock, self.pool.connection() as conn:
+            try:
+                for table in OBJECTS:
+                    if OBJECTS[table] == "table":
+                        conn.execute(f"VACUUM (ANALYZE) {table}")
+            except psycopg.Error as exc:
+                raise storage_error(exc, self.path) from None
+
+    def same_database(self, other: PgConnection) -> bool:
+        """Whether both hold the same tables, however their DSNs name them."""
+        return bool(self.identity == other.identity)
+
+    def _begin(self, *, writing: bool) -> None:
+        self.conn.conn = self.pool.getconn()
+        if writing:
+            self.conn.conn.execute("BEGIN")
+            self._now = scalar(self.conn, _BUMP)
+        else:
+            self.conn.conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            self._now = scalar(self.conn, _GENERATION)
+        self._bumped = writing
+
+    def _end(self, *, commit: bool) -> None:
+        conn, self.conn.conn = self.conn.conn, None
+        if conn is None:
+            return
+        try:
+            status = conn.info.transaction_status
+            if status == TransactionStatus.INTRANS and commit:
+                conn.execute("COMMIT")
+            elif status != TransactionStatus.IDLE:
+                conn.execute("ROLLBACK")
+        finally:
+            self.pool.putconn(conn)
+
+    def in_transaction(self) -> bool:
+        conn = self.conn.conn
+        return conn is not None and conn.info.transaction_status == TransactionStatus.INTRANS
+
+    def _others_wrote(self) -> bool:
+        expected = self._generation
+        if expected is not None and self._bumped:
+            expected += 1
+        changed: bool = self._now != expected
+        self._generation = self._now
+        return changed
+
+    def error(self, exc: BaseException) -> TtcliError | None:
+        return storage_error(exc, self.path) if isinstance(exc, psycopg.Error) else None

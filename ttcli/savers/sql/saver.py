@@ -1,0 +1,236 @@
+"""SqlSaver: the saver contract on SQL tables in ttcli's format, shared by the backends.
+
+The class implements the contract by delegating to the parts of this package (see its
+`__init__`); a backend gives it a connection with its transactions, and adds what only it
+can do (vacuum, row-by-row archive copies, its integrity checks). The database's invariants
+are those of `ttcli.savers.base`.
+"""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import Any
+
+from ttcli.configs import RunnableConfig, check_text
+from ttcli.savers.base import (
+    BaseSaver,
+    Checkpoint,
+    CheckpointTuple,
+    TaskWrite,
+    ThreadSummary,
+)
+from ttcli.savers.blobs import BlobStore
+from ttcli.savers.serde import Serializer
+from ttcli.savers.sql.blob_table import SqlBlobRows
+from ttcli.savers.sql.db import Db
+from ttcli.savers.sql.deletion import Deletion
+from ttcli.savers.sql.ids import id_bytes, id_text, require_id
+from ttcli.savers.sql.names import SqlNames
+from ttcli.savers.sql.pending import PendingWrites, in_order
+from ttcli.savers.sql.put import Writer
+from ttcli.savers.sql.rows import Rows
+from ttcli.savers.sql.statements import MetadataMatch, list_query
+from ttcli.savers.sql.states import States
+from ttcli.savers.sql.transactions import Transactions
+
+
+class SqlSaver(BaseSaver):
+    """Checkpoints in SQL tables of ttcli's format, on the connection a backend opened."""
+
+    def __init__(
+        self, connection: Transactions[Db], match: MetadataMatch, serde: Serializer | None = None
+    ) -> None:
+        """`match` is the database's SQL for one key of a metadata filter."""
+        #: decodes what the database stores; by default a new `Serializer()` of its own
+        self.serde = serde or Serializer()
+        self.connection = connection
+        self.metadata_match = match
+        self.path = connection.path
+        self.names = SqlNames(connection.conn, self.serde)
+        self.blobs = BlobStore(SqlBlobRows(connection.conn), self.serde)
+        connection.on_rollback += [self.blobs.forget, self.names.forget]
+        self.rows = Rows(connection)
+        self.pending = PendingWrites(connection, self.names)
+        self.states = States(connection, self.names, self.blobs, self.pending)
+        parts = (connection, self.rows, self.pending, self.states, self.blobs, self.names)
+        self.writer = Writer(*parts)
+        self.deletion = Deletion(*parts)
+
+    @property
+    def deleted_bytes(self) -> int:
+        """Bytes of rows and values deleted through this saver, so that `prune` can say
+        what it freed without reading the threads again."""
+        return self.deletion.deleted_bytes
+
+    def vacuum(self) -> None:
+        """Give the space of deleted rows back (`prune --vacuum`)."""
+        self.connection.vacuum()
+
+    def close(self) -> None:
+        self.connection.close()
+
+    def batch(self) -> Any:
+        return self.connection.batch()
+
+    def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        with self.connection.read() as conn:
+            row = self.rows.row(conn, self.ref(config))
+            return self.states.tuple(conn, row) if row else None
+
+    def list(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: Mapping[str, Any] | None = None,  # noqa: A002 - LangGraph's keyword
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> Iterator[CheckpointTuple]:
+        query, params = list_query(config, filter, before, limit, self.metadata_match)
+        with self.connection.read() as conn:
+            found = [self.states.tuple(conn, row) for row in conn.execute(query, params)]
+        yield from found
+
+    def list_metadata(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: Mapping[str, Any] | None = None,  # noqa: A002
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> builtins.list[CheckpointTuple]:
+        """Like `list`, without reading a single stored value: values stored apart from the
+        checkpoint row read as NOT_LOADED (small ones, such as the triggers that say what
+        runs next, are there), there are no pending writes, and metadata.writes maps each
+        node to None."""
+        query, params = list_query(config, filter, before, limit, self.metadata_match)
+        with self.connection.read() as conn:
+            rows = conn.execute(query, params).fetchall()
+            return [self.states.tuple(conn, row, values=False) for row in rows]
+
+    def put(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: Mapping[str, Any],
+        new_versions: Mapping[str, int],
+    ) -> RunnableConfig:
+        ref = self.ref(config)
+        self.writer.put(ref, checkpoint, metadata, new_versions)
+        return ref.at(checkpoint["id"]).to_config()
+
+    def put_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        self.writer.put_writes(self.ref(config), writes, task_id, task_path)
+
+    def get_writes(self, config: RunnableConfig) -> builtins.list[TaskWrite]:
+        ref = self.ref(config)
+        with self.connection.read() as conn:
+            row = self.rows.row(conn, ref) if ref.checkpoint_id is not None else None
+            if row is None:
+                return []
+            return [
+                (task_id, path, channel, self.blobs.load_value(entry))
+                for task_id, path, channel, entry in in_order(
+                    self.pending.merged(conn, row[0], row[3])
+                )
+            ]
+
+    def delete_checkpoints(
+        self, config: RunnableConfig, checkpoint_ids: Sequence[str], *, collect: bool = True
+    ) -> None:
+        wanted = {key for key in map(id_bytes, checkpoint_ids) if key is not None}
+        self.deletion.delete_checkpoints(self.ref(config), wanted, collect)
+
+    def delete_thread(self, thread_id: str) -> None:
+        self.deletion.delete_thread(thread_id)
+
+    def checkpoint_ids(
+        self,
+        config: RunnableConfig,
+        *,
+        below: str | None = None,
+        limit: int | None = None,
+        since: str | None = None,
+    ) -> builtins.list[str]:
+        upper = None if below is None else require_id(below)
+        lower = None if since is None else require_id(since)
+        with self.connection.read() as conn:
+            return self.rows.ids(conn, self.ref(config), upper, lower, limit)
+
+    def pending_writes(
+        self, config: RunnableConfig, checkpoint_ids: Iterable[str]
+    ) -> dict[str, builtins.list[TaskWrite]]:
+        ref = self.ref(config)
+        wanted = {key: i for i in checkpoint_ids if (key := id_bytes(i)) is not None}
+        with self.connection.read() as conn:  # one transaction for all
+            thread_key = self.rows.thread_key(conn, ref)
+            if thread_key is None:
+                return {}
+            return {
+                wanted[key]: [
+                    (task_id, path, channel, self.blobs.load_value(entry))
+                    for task_id, path, channel, entry in in_order(
+                        self.pending.merged(conn, thread_key, key)
+                    )
+                ]
+                for key in self.rows.present(conn, thread_key, set(wanted))
+            }
+
+    def ids_ending(self, config: RunnableConfig, tail: str) -> builtins.list[str]:
+        # whole bytes are compared where the ids lie: no id is turned into text to be matched
+        if len(tail) % 2 or len(tail) > 32 or any(c not in "0123456789abcdef" for c in tail):
+            return super().ids_ending(config, tail)
+        with self.connection.read() as conn:
+            thread_key = self.rows.thread_key(conn, self.ref(config))
+            rows = conn.execute(
+                """
+                SELECT checkpoint_id FROM checkpoints
+                WHERE thread_key = :thread_key
+                  AND length(checkpoint_id) = 16
+                  AND substr(checkpoint_id, :start) = :tail
+                ORDER BY checkpoint_id DESC
+                """,
+                {
+                    "thread_key": thread_key,
+                    "start": 17 - len(tail) // 2,
+                    "tail": bytes.fromhex(tail),
+                },
+            ).fetchall()
+        return [id_text(key) for (key,) in rows]
+
+    def count_checkpoints(self, config: RunnableConfig, *, below: str | None = None) -> int:
+        bound = None if below is None else require_id(below)
+        with self.connection.read() as conn:
+            return self.rows.count(conn, self.ref(config), bound)
+
+    def child_ids(self, config: RunnableConfig) -> builtins.list[str]:
+        with self.connection.read() as conn:
+            return self.rows.children(conn, self.ref(config))
+
+    def neighbour_ids(self, config: RunnableConfig, checkpoint_ids: Iterable[str]) -> set[str]:
+        with self.connection.read() as conn:
+            return self.rows.neighbours(conn, self.ref(config), builtins.list(checkpoint_ids))
+
+    def thread_bytes(self, config: RunnableConfig) -> int | None:
+        with self.connection.read() as conn:
+            return self.deletion.thread_bytes(conn, self.ref(config))
+
+    def get_thread_info(self, thread_id: str) -> dict[str, Any]:
+        with self.connection.read() as conn:
+            return self.rows.info(conn, thread_id)
+
+    def set_thread_info(self, thread_id: str, info: Mapping[str, Any]) -> None:
+        with self.connection.write() as conn:
+            self.rows.set_info(conn, thread_id, info)
+
+    def list_threads(self, prefix: str = "") -> Iterator[ThreadSummary]:
+        check_text(prefix, "thread prefix")
+        with self.connection.read() as conn:
+            found = self.rows.threads(conn, prefix)
+        yield from found

@@ -1,0 +1,233 @@
+"""Transactions and batches over one database connection, shared by the SQL backends.
+
+Every write runs in a write transaction that serializes it with the other writers of the
+database (SQLite: `BEGIN IMMEDIATE`; PostgreSQL: a row lock), so a checkpoint with its values
+commits as one transaction or not at all. Reads run in a read transaction, so they see one
+consistent snapshot while others write. A batch groups the writes of a block into one
+transaction (a superstep: its task's writes and its checkpoint commit together).
+
+A backend says how to begin, commit and roll back, whether another connection wrote since
+this one last looked, and what a driver error means to the user.
+"""
+
+from __future__ import annotations
+
+import threading
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any, Generic, NoReturn, TypeVar
+
+from ttcli.errors import StorageError, TtcliError
+
+DEFAULT_BUSY_TIMEOUT = 30.0  # seconds a writer waits for another before giving up
+
+Hook = Callable[[], None]
+
+#: the backend's connection type (the SQL parts need only `Db` of it)
+DbT = TypeVar("DbT", covariant=True)
+
+
+@dataclass
+class BatchFacts:
+    """What write transactions learned about the database: kept while this connection is the
+    only one to write it (`notice_others` drops them when another did; a rollback too)."""
+
+    threads: dict[tuple[str, str], int] = field(default_factory=dict)
+    latest: dict[int, bytes | None] = field(default_factory=dict)
+    #: a write in the batch raised: none of the batch may be stored, even if it was caught
+    failed: bool = False
+
+
+class Transactions(ABC, Generic[DbT]):
+    """One connection, its lock, and the batch in progress (if any)."""
+
+    #: the statements run on; valid inside a transaction
+    conn: DbT
+
+    def __init__(self, path: str, *, readonly: bool) -> None:
+        #: what the user named the database by (a file path, or a DSN without its password)
+        self.path = path
+        self.readonly = readonly
+        self.lock = threading.RLock()
+        self.depth = 0
+        self.facts = BatchFacts()
+        #: called with the connection before any other statement of a batch runs, and at its
+        #: end: writes what a part held back for the batch (pending writes)
+        self.flush: Callable[[Any], None] = lambda conn: None
+        #: caches to drop after a rollback; caches to drop when another connection changed
+        #: the database; what to reset when a batch ends
+        self.on_rollback: list[Hook] = []
+        self.on_other_writer: list[Hook] = []
+        self.on_batch_end: list[Hook] = []
+
+    # -- what a backend provides
+
+    @abstractmethod
+    def _begin(self, *, writing: bool) -> None:
+        """Begin a transaction (writing: wait for the other writers, at most the timeout)."""
+
+    @abstractmethod
+    def _end(self, *, commit: bool) -> None:
+        """Commit or roll back the open transaction, if one is open."""
+
+    @abstractmethod
+    def in_transaction(self) -> bool:
+        """Whether the connection is in a transaction (a failed statement may end one)."""
+
+    @abstractmethod
+    def _others_wrote(self) -> bool:
+        """Whether another connection changed the database since this one last asked (asked
+        first thing in every transaction)."""
+
+    @abstractmethod
+    def error(self, exc: BaseException) -> TtcliError | None:
+        """The ttcli error a driver failure means, as one actionable line; None for an
+        exception that is not the driver's."""
+
+    @abstractmethod
+    def close(self) -> None: ...
+
+    @abstractmethod
+    def vacuum(self) -> None:
+        """Give the space of deleted rows back (outside any transaction)."""
+
+    # -- shared
+
+    @property
+    def in_batch(self) -> bool:
+        return self.depth > 0
+
+    @contextmanager
+    def batch(self) -> Iterator[None]:
+        """One transaction for every write in the block (one commit instead of one each).
+
+        All of it commits or none: if a write in the block raises, nothing of the block is
+        stored, even if the block caught the error (it ends with a StorageError).
+        """
+        with self.write() as conn:
+            self.depth += 1
+            try:
+                yield
+                if self.depth == 1:
+                    if self.facts.failed:
+                        raise StorageError(
+                            f"a write to {self.path} in this batch failed: nothing of the "
+                            "batch was stored"
+                        )
+                    self.flush(conn)
+            finally:
+                self.depth -= 1
+                if not self.depth:
+                    # thread keys and latest ids stay known while no other connection
+                    # writes (see notice_others): the next superstep asks for neither
+                    self.facts.failed = False
+                    _call(self.on_batch_end)
+
+    @contextmanager
+    def write(self, *, keep_held: bool = False) -> Iterator[DbT]:
+        """One write transaction: all of it commits, or none of it. Inside a batch, held
+        writes are written first unless the caller takes them (`keep_held`)."""
+        with self.lock:
+            if self.depth:  # a statement of the batch's transaction
+                conn = self._in_batch(flush=not keep_held, writing=True)
+                try:
+                    yield conn
+                except BaseException as exc:
+                    self._batch_failed(exc, writing=True)
+                return
+            if self.readonly:
+                raise StorageError(
+                    f"{self.path} was opened for reading only: open it without readonly to write"
+                )
+            self._guarded_begin(writing=True)
+            try:
+                self.notice_others()
+                yield self.conn
+                self._end(commit=True)
+            except BaseException as exc:
+                self._end(commit=False)
+                self.forget()
+                if (mapped := self.error(exc)) is None:
+                    raise
+                raise mapped from None
+
+    @contextmanager
+    def read(self) -> Iterator[DbT]:
+        """A read transaction: one consistent snapshot while other processes write."""
+        with self.lock:
+            if self.depth:  # reads inside a batch see its writes
+                conn = self._in_batch(flush=True, writing=False)
+                try:
+                    yield conn
+                except BaseException as exc:
+                    self._batch_failed(exc, writing=False)
+                return
+            self._guarded_begin(writing=False)
+            try:
+                self.notice_others()
+                yield self.conn
+            except BaseException as exc:
+                if (mapped := self.error(exc)) is None:
+                    raise
+                raise mapped from None
+            finally:
+                self._end(commit=True)
+
+    def _guarded_begin(self, *, writing: bool) -> None:
+        try:
+            self._begin(writing=writing)
+        except BaseException as exc:
+            self._end(commit=False)
+            if (mapped := self.error(exc)) is None:
+                raise
+            raise mapped from None
+
+    def _in_batch(self, *, flush: bool, writing: bool) -> DbT:
+        """The batch's connection for one more statement; after a failed write (the database
+        itself may have rolled back) nothing more of the batch runs: on its own, each would
+        commit. (A plain call, not a context manager: it runs for every statement of a
+        superstep.)"""
+        if self.facts.failed or not self.in_transaction():
+            self.facts.failed = self.facts.failed or writing
+            raise StorageError(
+                f"an earlier write to {self.path} in this batch failed: nothing of the batch "
+                "is stored"
+            )
+        if flush:
+            try:
+                self.flush(self.conn)
+            except BaseException as exc:
+                self._batch_failed(exc, writing=writing)
+        return self.conn
+
+    def _batch_failed(self, exc: BaseException, *, writing: bool) -> NoReturn:
+        self.facts.failed = self.facts.failed or writing
+        if (mapped := self.error(exc)) is None:
+            raise exc
+        raise mapped from None
+
+    def notice_others(self) -> None:
+        """Tell the parts if another connection changed the database since they last looked:
+        it may have deleted a thread whose key a new thread now has, holding copies with the
+        same checkpoint ids, or collected values this connection's caches point at."""
+        if self._others_wrote():
+            self.forget_rows()
+            _call(self.on_other_writer)
+
+    def forget(self) -> None:
+        """Drop what the parts cached (after a rollback, or rows deleted)."""
+        _call(self.on_rollback)
+        self.forget_rows()
+
+    def forget_rows(self) -> None:
+        """Drop the thread keys and latest ids known (rows were written behind the parts'
+        back: an archive copy inserts stored rows as they are)."""
+        self.facts.threads.clear()
+        self.facts.latest.clear()
+
+
+def _call(hooks: list[Hook]) -> None:
+    for hook in hooks:
+        hook()

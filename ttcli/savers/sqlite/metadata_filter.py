@@ -1,0 +1,48 @@
+"""How `list` filters on metadata in SQLite: JSON functions over the metadata columns."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+#: the full metadata of a checkpoint row as JSON, as the checkpoint_list view shows it
+METADATA_SQL = """json_patch(
+    json_object(
+        'source', c.source, 'step', c.step, 'parents', json('{}'), 'writes', json(c.writers)
+    ),
+    coalesce(c.metadata, '{}')
+)"""
+
+
+def sqlite_match(n: int, key: str, value: Any) -> tuple[str, dict[str, Any]]:
+    """One metadata filter key as SQLite SQL (see `statements.MetadataMatch`)."""
+    # the key is bound as a JSON path, never pasted into the SQL text
+    path = "$" + "".join(f'."{part}"' for part in key.split("."))
+    return filter_clause(n, key, value), {f"path{n}": path, f"value{n}": filter_value(value)}
+
+
+def filter_clause(n: int, key: str, value: Any) -> str:
+    # source and step are columns: compared as they are, without building each row's JSON
+    if key == "source" and isinstance(value, str):
+        return f"c.source = :value{n}"
+    if key == "step" and isinstance(value, int | float) and not isinstance(value, bool):
+        return f"c.step = :value{n}"
+    extract = f"json_extract({METADATA_SQL}, :path{n})"
+    kind = f"json_type({METADATA_SQL}, :path{n})"
+    if value is None:
+        return f"{extract} IS NULL"
+    if isinstance(value, bool):
+        return f"{kind} = :value{n}"
+    if isinstance(value, int | float):
+        return f"{kind} IN ('integer', 'real') AND {extract} = :value{n}"
+    if isinstance(value, str):
+        return f"{kind} = 'text' AND {extract} = :value{n}"
+    return f"{kind} IN ('object', 'array') AND {extract} = json(:value{n})"
+
+
+def filter_value(value: Any) -> Any:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if value is None or isinstance(value, int | float | str):
+        return value
+    return json.dumps(value, separators=(",", ":"))
