@@ -313,14 +313,15 @@ THREAD_FIELDS = [
 @output_options
 @pass_env
 def verify(env: Env) -> None:
-    """Check the database: SQLite's integrity check and each thread's kept count, then every
-    checkpoint, its values and pending writes decoded. Reports values of types that are not
-    rebuilt (kept as data; nothing is ever imported) and exits 6 if anything is broken or
-    forged.
+    """Check the database: SQLite's integrity check (a file), SQL objects ttcli did not
+    create, each thread's kept count and the rows' invariants, then every checkpoint, its
+    values and pending writes decoded. Reports values of types that are not rebuilt (kept as
+    data; nothing is ever imported) and exits 6 if anything is broken or forged.
 
     \b
     Example:
         ttcli verify --db agent.db
+        ttcli verify --db postgresql://app@db.internal/agents
     """
     report = checks.verify(env.reader())
     render.rows(
