@@ -2,14 +2,17 @@
 -- schema.sql (read it for what each column holds), in PostgreSQL's types.
 --
 -- What differs from SQLite's file, and why:
---   * `ttcli_meta` holds the format version (SQLite keeps it in PRAGMA user_version) and
---     `generation`, which every write transaction increments first thing: the row lock taken
---     by that update is what orders writers (SQLite's BEGIN IMMEDIATE), and a connection
---     that finds it moved by more than its own writes knows another connection wrote (SQLite's
---     PRAGMA data_version), so it drops what it cached. A write transaction holds the lock for
---     one superstep, or one short batch of a prune: a writer waits that long at most.
---   * keys are identities and never handed out twice (SQLite reuses a deleted largest key);
---     within a thread, whose writes are ordered by that lock, a newer blob has a larger key.
+--   * `ttcli_meta` holds the format version (SQLite keeps it in PRAGMA user_version).
+--   * writers lock a thread, not the database: before a write transaction touches a
+--     thread's rows it takes the transaction-level advisory lock
+--     pg_advisory_xact_lock(hashtextextended(thread_id, 'threads'::regclass::oid::bigint)),
+--     for all the thread's namespaces (the table's oid tells ttcli's schemas of one
+--     database apart). Writers of one thread take turns (one superstep, or one short batch of a
+--     prune, at a time); writers of other threads do not wait. A tool that writes ttcli's
+--     rows must take the same lock. Reads are REPEATABLE READ snapshots and take no lock.
+--   * keys are identities and never handed out twice (SQLite reuses a deleted largest key),
+--     so a connection's caches keyed by them stay true whoever writes; within a thread, whose
+--     writes are ordered by its lock, a newer blob has a larger key.
 --   * thread ids and namespaces sort in code point order (COLLATE "C"), as in SQLite, so a
 --     prefix is a range of the unique index whatever the database's locale.
 --   * text cannot hold NUL characters: a thread id with one is refused.
@@ -25,9 +28,8 @@
 -- version is refused, never guessed at. Invariants: those of schema.sql.
 
 CREATE TABLE ttcli_meta (
-    singleton   BOOLEAN PRIMARY KEY DEFAULT TRUE CHECK (singleton),
-    version     INTEGER NOT NULL,
-    generation  BIGINT NOT NULL DEFAULT 0
+    singleton  BOOLEAN PRIMARY KEY DEFAULT TRUE CHECK (singleton),
+    version    INTEGER NOT NULL
 );
 
 INSERT INTO ttcli_meta (version) VALUES (6);

@@ -80,14 +80,18 @@ def dump(db: Target) -> list[tuple[Any, ...]]:
 
 
 @contextmanager
-def write_lock_held(db: Target) -> Iterator[None]:
-    """Another process in the middle of a write transaction on `db`: SQLite's write lock,
-    or on PostgreSQL the lock on ttcli_meta's row that orders writers (schema-postgres.sql)."""
+def write_lock_held(db: Target, thread: str) -> Iterator[None]:
+    """Another process in the middle of a write transaction on `thread`: SQLite's write lock
+    (the whole file's), or on PostgreSQL the thread's lock (schema-postgres.sql)."""
     if isinstance(db, str) and db.startswith("postgresql://"):
         import psycopg
 
         with psycopg.connect(db) as pg:
-            pg.execute("UPDATE ttcli_meta SET generation = generation")
+            pg.execute(
+                "SELECT pg_advisory_xact_lock("
+                "hashtextextended(%s, 'threads'::regclass::oid::bigint))",
+                (thread,),
+            )
             yield
             pg.rollback()
         return

@@ -284,7 +284,7 @@ def test_prune_plans_then_deletes_and_archives(db: Path, tmp_path: Path) -> None
 
 
 def test_a_busy_database_exits_5(db: Target) -> None:
-    with write_lock_held(db):
+    with write_lock_held(db, "order:123"):
         result = ttcli(db, "fork", "latest", "-t", "order:123", "--busy-timeout", "0.05")
     assert result.exit_code == 5
     assert re.fullmatch(
@@ -400,3 +400,36 @@ def test_history_shows_the_sends_a_checkpoint_schedules(tmp_path: Path) -> None:
     history = data(ttcli(tmp_path / "fan.db", "history", "--thread", "fan", "--json"))
 
     assert [c["next"] for c in history] == [[], ["work", "work"], ["start"], ["__start__"]]
+
+
+@pytest.mark.parametrize("where", ["group", "command"])
+def test_a_db_flag_wins_over_ttcli_db(db: Path, tmp_path: Path, where: str) -> None:
+    other = tmp_path / "other.db"
+    assert ttcli(other, "run", ORDER_AGENT, "-t", "elsewhere", "--input", json.dumps(ORDER))
+    args = ["threads", "--json"]
+    args = ["--db", str(db), *args] if where == "group" else [*args, "--db", str(db)]
+    result = CliRunner(env={"TTCLI_DB": str(other)}).invoke(cli, args, catch_exceptions=False)
+    assert "elsewhere" not in result.stdout
+    assert {t["thread_id"] for t in json.loads(result.stdout)} == {"order:123"}
+
+
+def test_history_schedules_a_deferred_node_only_once_it_is_due(tmp_path: Path) -> None:
+    class Log(TypedDict):
+        log: Annotated[list[str], operator.add]
+
+    builder = StateGraph(Log)
+    for name in ("a", "b", "b_2", "c"):
+        builder.add_node(name, lambda state, name=name: {"log": [name]})
+    builder.add_node("d", lambda state: {"log": ["d"]}, defer=True)
+    builder.add_edge(START, "a")
+    for start, end in [("a", "b"), ("a", "c"), ("b", "b_2"), ("b_2", "d"), ("c", "d")]:
+        builder.add_edge(start, end)
+    db = tmp_path / "d.db"
+    graph = builder.compile(checkpointer=SqliteSaver(db))
+    graph.invoke({"log": []}, {"configurable": {"thread_id": "t"}})
+    expected = [list(s.next) for s in graph.get_state_history({"configurable": {"thread_id": "t"}})]
+
+    history = data(ttcli(db, "history", "--thread", "t", "--json"))
+
+    assert [row["next"] for row in history] == expected
+    assert expected[:3] == [[], ["d"], ["b_2"]]  # d waits while b_2 is still to run

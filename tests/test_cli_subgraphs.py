@@ -4,6 +4,7 @@ and `resume` answers the question from the parent."""
 
 from __future__ import annotations
 
+import re
 import textwrap
 from pathlib import Path
 
@@ -57,3 +58,41 @@ def test_a_subgraph_thread_on_the_command_line(tmp_path: Path) -> None:
     assert 'log: ["pre", "pre", "first", "asked:yes"]' in done.stdout
     after = data(ttcli(db, "history", "--thread", "s", "--ns", namespace, "--json"))
     assert [row["step"] for row in after] == [2, 1, 0, -1]
+
+
+def _ids_out(lines: list[str]) -> list[str]:
+    """Short checkpoint ids as <id> (whole ids, in namespaces, are kept)."""
+    return [re.sub(r"(?<![-:])\b[0-9a-f]{8}\b(?!-)", "<id>", line) for line in lines]
+
+
+def test_tree_and_show_put_a_subgraphs_checkpoints_under_its_task(tmp_path: Path) -> None:
+    db, target = tmp_path / "t.db", tmp_path / "sub.py"
+    target.write_text(SUBGRAPH)
+    ttcli(db, "run", f"{target}:graph", "--thread", "s", "--input", '{"log": []}')
+    (namespace,) = [t["checkpoint_ns"] for t in data(ttcli(db, "threads", "--json"))][1:]
+    asking = data(ttcli(db, "history", "--thread", "s", "--json"))[0]["checkpoint_id"]
+
+    tree = ttcli(db, "tree", "--thread", "s")
+    shown = ttcli(db, "show", "latest", "--thread", "s")
+    record = data(ttcli(db, "show", "latest", "--thread", "s", "--json"))
+
+    assert _ids_out(tree.stdout.splitlines()) == [
+        "* <id>  step   1  loop   pre  (latest, next: child)",
+        f"|   {namespace}  (subgraph of task child)",
+        "|   * <id>  step   1  loop   first  (latest, next: ask)",
+        "|   * <id>  step   0  loop   -",
+        "|   * <id>  step  -1  input  __start__",
+        "* <id>  step   0  loop   -",
+        "* <id>  step  -1  input  __start__",
+    ]
+    assert shown.stdout.splitlines()[-1] == (
+        f"    subgraph: --ns {namespace}  (3 checkpoints; latest "
+        f"{record['tasks'][0]['subgraphs'][0]['latest_checkpoint_id'][-8:]}, step 1, next ask)"
+    )
+    (sub,) = record["tasks"][0]["subgraphs"]
+    assert (sub["checkpoint_ns"], sub["task_name"], sub["parent_checkpoint_id"]) == (
+        namespace,
+        "child",
+        asking,
+    )
+    assert sub["task_id"] == record["tasks"][0]["id"] and sub["checkpoints"] == 3

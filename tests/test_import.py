@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import operator
+import re
 import sqlite3
 import uuid
 from pathlib import Path
@@ -194,6 +195,32 @@ def test_import_keeps_interrupts_sends_and_pending_writes(
     ] == [1, 4, 9]
 
 
+def test_import_derives_what_each_node_wrote(langgraph_file: Path, tmp_path: Path) -> None:
+    target = tmp_path / "ttcli.db"
+    assert ttcli(target, "import", str(langgraph_file)).exit_code == 0
+
+    def writes(thread: str) -> list[tuple[str, list[str]]]:
+        history = data(ttcli(target, "--json", "history", "--thread", thread))
+        return [(h["source"], h["writes"]) for h in reversed(history)]
+
+    latest = data(ttcli(target, "--json", "show", "latest", "--thread", "chat"))
+    bot_wrote = data(ttcli(target, "--json", "history", "--thread", "chat", "--filter",
+                           "writes=bot"))  # fmt: skip
+
+    # as ttcli's runtime records them: the input under __start__, nothing for step 0
+    assert writes("chat") == [
+        ("input", ["__start__"]), ("loop", []), ("loop", ["bot"]),
+        ("input", ["__start__"]), ("loop", []), ("loop", ["bot"]),
+    ]  # fmt: skip
+    assert [message["content"] for message in latest["returned"]["bot"]["messages"]] == [
+        "echo: refund order 7"
+    ]
+    assert len(bot_wrote) == 2
+    assert writes("fan")[-2:] == [("loop", ["start"]), ("loop", ["square"])]
+    # the subgraph paused (no output, no checkpoint), then answered: its output, once
+    assert [w for _, w in writes("review")] == [["__start__"], [], ["sub"]]
+
+
 def test_a_thread_already_there_is_refused(langgraph_file: Path, tmp_path: Path) -> None:
     target = tmp_path / "ttcli.db"
     assert ttcli(target, "import", str(langgraph_file)).exit_code == 0
@@ -321,3 +348,105 @@ def test_a_pickled_value_is_not_read(langgraph_file: Path, tmp_path: Path) -> No
     assert result.exit_code == 6 and "'pickle'" in result.stderr
     threads = {t["thread_id"] for t in data(ttcli(tmp_path / "ttcli.db", "--json", "threads"))}
     assert "fan" not in threads and "chat" in threads
+
+
+def _same_activity(output: str) -> str:
+    # a thread's last activity is the newest checkpoint's time: its `ts` in memory, the
+    # time in its id in a ttcli file (LangGraph makes the two a few microseconds apart)
+    return re.sub(r'"last_activity": "[^"]*"', '"last_activity": "…"', output)
+
+
+READING = [
+    ["threads"],
+    ["history", "--thread", "chat"],
+    ["show", "latest", "--thread", "review"],
+    ["show", "latest", "--thread", "paused"],
+    ["tree", "--thread", "fan"],
+    ["diff", "latest~2", "latest", "--thread", "chat"],
+    ["blame", "messages", "--thread", "chat"],
+    ["verify"],
+]
+
+
+@pytest.mark.parametrize("args", READING, ids=[" ".join(args[:2]) for args in READING])
+def test_the_reading_commands_read_a_langgraph_file_as_imported(
+    langgraph_file: Path, tmp_path: Path, args: list[str]
+) -> None:
+    imported = tmp_path / "ttcli.db"
+    assert ttcli(imported, "import", str(langgraph_file)).exit_code == 0
+    before = langgraph_file.read_bytes()
+
+    found = ttcli(langgraph_file, "--json", *args)
+    expected = ttcli(imported, "--json", *args)
+
+    assert found.exit_code == 0, found.stderr
+    note = f"note: {langgraph_file} is a LangGraph SqliteSaver file, read-only\n"
+    assert found.stderr == note + expected.stderr
+    assert _same_activity(found.stdout) == _same_activity(expected.stdout)
+    # never changed: same bytes, no journal left beside it
+    assert langgraph_file.read_bytes() == before
+    assert list(tmp_path.glob("langgraph.sqlite*")) == [langgraph_file]
+
+
+def test_the_reading_commands_read_a_subgraphs_namespace(langgraph_file: Path) -> None:
+    threads = data(ttcli(langgraph_file, "--json", "threads", "--prefix", "paused"))
+    (ns,) = [t["checkpoint_ns"] for t in threads if t["checkpoint_ns"]]
+    inner = data(ttcli(langgraph_file, "--json", "show", "latest", "--thread", "paused",
+                       "--ns", ns))  # fmt: skip
+    assert [task["interrupts"][0]["value"] for task in inner["tasks"]] == [{"question": "approve?"}]
+
+
+@pytest.mark.parametrize(
+    "args",
+    [["fork", "latest", "--thread", "chat", "--to-thread", "copy"],
+     ["update", "--thread", "chat", "--as-node", "bot", "--set", "messages=[]"],
+     ["prune", "--older-than", "0s", "--yes"]],
+    ids=["fork", "update", "prune"],
+)  # fmt: skip
+def test_a_command_that_writes_refuses_a_langgraph_file(
+    langgraph_file: Path, args: list[str]
+) -> None:
+    before = langgraph_file.read_bytes()
+    result = ttcli(langgraph_file, *args)
+    assert result.exit_code == 6
+    assert result.stderr == (
+        f"Error: {langgraph_file} is a LangGraph SqliteSaver file, which ttcli reads but never "
+        f"writes: copy it into a ttcli database with 'ttcli --db NEW.db import {langgraph_file}'\n"
+    )
+    assert langgraph_file.read_bytes() == before
+
+
+def test_reading_a_forged_langgraph_file_imports_nothing(
+    langgraph_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    touched = tmp_path / "imported"
+    (tmp_path / "sentinel_import.py").write_text(f"open({str(touched)!r}, 'w').close()\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    _forge(langgraph_file, "forged", _ext(2, ["sentinel_import", "Data", {"x": 1}]))
+    shown = ttcli(langgraph_file, "--json", "show", "latest", "--thread", "forged")
+    broken = tmp_path / "broken.sqlite"
+    broken.write_bytes(langgraph_file.read_bytes())
+    _forge(broken, "zz-broken", b"\xc1\xc1")
+    failed = ttcli(broken, "history", "--thread", "zz-broken")
+    other = ttcli(broken, "history", "--thread", "chat")  # only the thread asked for is read
+
+    assert "sentinel_import.Data" in shown.stdout and not touched.exists()
+    assert failed.exit_code == 6
+    assert failed.stderr.splitlines()[-1].startswith("Error: checkpoint ")
+    assert "zz-broken" in failed.stderr and failed.stderr.count("\n") == 2  # the note, the error
+    assert other.exit_code == 0
+
+
+def test_a_file_of_many_threads_imports_smaller_and_verifies(tmp_path: Path) -> None:
+    from fixtures.langgraph_threads import write  # the README's 500 threads, fewer here
+
+    source, target = tmp_path / "langgraph.sqlite", tmp_path / "ttcli.db"
+    write(source, 40)
+
+    found = data(ttcli(target, "--json", "import", str(source)))
+    verified = ttcli(target, "verify")
+
+    assert (found["threads"], found["checkpoints"]) == (40, 40 * 9)
+    assert found["bytes_before"] > 4 * found["bytes_after"]
+    assert verified.exit_code == 0
+    assert verified.stdout == "checked 360 checkpoints in 40 threads: 0 problems\n"

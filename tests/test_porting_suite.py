@@ -30,6 +30,9 @@ IMPORTS = (
     "from langgraph.config import",
     "from langgraph.checkpoint.memory import",
     "from langgraph.prebuilt import",
+    "from langgraph.runtime import",
+    "from langgraph.store.base import",
+    "from langgraph.store.memory import",
 )
 
 

@@ -3,6 +3,7 @@ is written (test_bad_input.py runs the rest of the bad inputs on both backends).
 
 from __future__ import annotations
 
+import json
 import re
 import uuid
 from collections.abc import Iterator
@@ -12,7 +13,7 @@ import psycopg
 import pytest
 from langgraph.checkpoint.postgres import PostgresSaver as LangGraphPostgresSaver
 
-from tests.clitools import ttcli
+from tests.clitools import ORDER, ORDER_AGENT, ttcli, write_lock_held
 from tests.pg import new_dsn, server_dsn
 from ttcli.savers.postgres import PostgresSaver
 
@@ -134,3 +135,18 @@ def test_a_version_5_database_is_read_as_it_is_and_upgraded_when_written() -> No
         pass
     with psycopg.connect(dsn) as conn:
         assert conn.execute("SELECT version FROM ttcli_meta").fetchone() == (6,)
+
+
+def test_writers_of_other_threads_do_not_wait_for_a_thread_s_writer() -> None:
+    """On PostgreSQL a writer locks its thread, not the database (schema-postgres.sql)."""
+    dsn = new_dsn()
+    request = json.dumps(ORDER)
+    for thread in ("busy", "free"):
+        assert ttcli(dsn, "run", ORDER_AGENT, "-t", thread, "--input", request).exit_code == 0
+    with write_lock_held(dsn, "busy"):
+        free = ttcli(dsn, "fork", "latest", "-t", "free", "--busy-timeout", "0.05")
+        busy = ttcli(dsn, "fork", "latest", "-t", "busy", "--busy-timeout", "0.05")
+        read = ttcli(dsn, "history", "-t", "busy", "--busy-timeout", "0.05")
+    assert (free.exit_code, free.stderr) == (0, "")
+    assert busy.exit_code == 5 and "is busy" in busy.stderr
+    assert (read.exit_code, read.stderr) == (0, "")

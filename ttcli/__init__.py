@@ -19,10 +19,17 @@ if TYPE_CHECKING:
     from ttcli.graph.builder import StateGraph
     from ttcli.graph.constants import END, START
     from ttcli.graph.messages import MessagesState, add_messages
-    from ttcli.graph.prebuilt import ToolNode, tools_condition
-    from ttcli.runtime.commands import StreamWriter, get_stream_writer, interrupt
+    from ttcli.graph.prebuilt import ToolNode, create_react_agent, tools_condition
+    from ttcli.runtime.commands import (
+        Runtime,
+        StreamWriter,
+        get_runtime,
+        get_stream_writer,
+        interrupt,
+    )
     from ttcli.runtime.compiled import CompiledStateGraph
     from ttcli.runtime.retry import RetryPolicy
+    from ttcli.runtime.store import BaseStore, InMemoryStore
     from ttcli.runtime.types import PregelTask, StateSnapshot
     from ttcli.savers.base import BaseSaver, CheckpointTuple
     from ttcli.savers.memory import InMemorySaver, MemorySaver
@@ -46,6 +53,7 @@ __version__ = "0.1.0"
 __all__ = [
     "AIMessage",
     "BaseSaver",
+    "BaseStore",
     "CheckpointTuple",
     "Command",
     "CompiledStateGraph",
@@ -54,6 +62,7 @@ __all__ = [
     "GraphRecursionError",
     "HumanMessage",
     "InMemorySaver",
+    "InMemoryStore",
     "Interrupt",
     "InvalidUpdateError",
     "MemorySaver",
@@ -63,6 +72,7 @@ __all__ = [
     "PregelTask",
     "RemoveMessage",
     "RetryPolicy",
+    "Runtime",
     "START",
     "Send",
     "Serializer",
@@ -75,6 +85,8 @@ __all__ = [
     "ToolNode",
     "TtcliError",
     "add_messages",
+    "create_react_agent",
+    "get_runtime",
     "get_stream_writer",
     "interrupt",
     "tools_condition",
@@ -91,12 +103,17 @@ _WHERE = {
     "MessagesState": "ttcli.graph.messages",
     "add_messages": "ttcli.graph.messages",
     "ToolNode": "ttcli.graph.prebuilt",
+    "create_react_agent": "ttcli.graph.prebuilt",
     "tools_condition": "ttcli.graph.prebuilt",
     "get_stream_writer": "ttcli.runtime.commands",
+    "get_runtime": "ttcli.runtime.commands",
+    "Runtime": "ttcli.runtime.commands",
     "StreamWriter": "ttcli.runtime.commands",
     "interrupt": "ttcli.runtime.commands",
     "CompiledStateGraph": "ttcli.runtime.compiled",
     "RetryPolicy": "ttcli.runtime.retry",
+    "BaseStore": "ttcli.runtime.store",
+    "InMemoryStore": "ttcli.runtime.store",
     "PregelTask": "ttcli.runtime.types",
     "StateSnapshot": "ttcli.runtime.types",
     "BaseSaver": "ttcli.savers.base",

@@ -16,8 +16,9 @@ Messages say what was wrong and which thing it was, in one line.
     ├── StorageError                        the database file cannot be used as a ttcli database
     │   ├── SchemaVersionError              written by a newer ttcli
     │   ├── CorruptValueError               a stored value that does not decode
-    │   └── DatabaseBusyError               still locked after the busy timeout, or the server
-    │                                       unreachable (safe to retry)
+    │   ├── DatabaseBusyError               still locked after the busy timeout, or the server
+    │   │                                   unreachable (safe to retry)
+    │   └── LangGraphFileError              a LangGraph SqliteSaver file, for a command that writes
     ├── NotFoundError (LookupError)
     │   ├── CheckpointNotFoundError         a checkpoint id that is not in the thread
     │   ├── ThreadNotFoundError             a thread with no checkpoints
@@ -109,6 +110,11 @@ class CorruptValueError(StorageError):
 class DatabaseBusyError(StorageError):
     """Another process held the database lock past the busy timeout, or the database
     server did not answer: safe to retry."""
+
+
+class LangGraphFileError(StorageError):
+    """A LangGraph SqliteSaver file where a ttcli database is needed: ttcli reads one (the
+    reading commands, `import`) but never writes it."""
 
 
 class NotFoundError(TtcliError, LookupError):

@@ -35,7 +35,7 @@ def blame(env: Env, path: str, thread: str, ns: str, at_ref: str) -> None:
         ttcli blame log --thread order:123 --at latest~2
         ttcli blame messages.-1 --thread chat:7 --json
     """
-    saver = env.saver()
+    saver = env.reader(thread)
     found = blame_value(saver, resolve(saver, CheckpointRef(thread, ns), at_ref), path)
     empty = f"{path} is empty: nothing wrote a part of it"
     render.rows(env, *_table(found), fields=FIELDS, empty=empty)

@@ -23,15 +23,18 @@ def import_(env: Env, source: str) -> None:
 
     SRC is only read. LangGraph's values are decoded without importing anything named in
     the database: LangChain messages become ttcli messages, Send and Interrupt ttcli's,
-    other classes inert data {"$type": "module.Name", "data": ...}. A thread already in the
-    database is refused (exit 2, nothing written); a value that does not decode stops the
-    import (exit 6) before any of its thread is written.
+    other classes inert data {"$type": "module.Name", "data": ...}; what each node wrote is
+    derived from the pending writes. A thread already in the database is refused (exit 2,
+    nothing written); a value that does not decode stops the import (exit 6) before any of
+    its thread is written. The reading commands (history, show, diff, tree, threads, blame,
+    verify) also read a LangGraph SqliteSaver file itself, read-only.
 
     \b
     Example:
         ttcli --db app.ttcli.db import langgraph.sqlite
         ttcli --db postgresql://app@db/agents import app.ttcli.db
         ttcli --db app.ttcli.db threads
+        ttcli --db langgraph.sqlite history --thread chat:1     # read-only, no import
     """
     summary = import_threads(source, env.saver(create=True))
     if env.format_json:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
+from click.core import ParameterSource
 
 from ttcli.errors import (
     AnswerConflictError,
@@ -26,6 +27,7 @@ from ttcli.errors import (
     InputError,
     InvalidFilterError,
     InvalidUpdateError,
+    LangGraphFileError,
     NodeError,
     NotFoundError,
     StorageError,
@@ -33,6 +35,7 @@ from ttcli.errors import (
 )
 
 if TYPE_CHECKING:
+    from ttcli.savers.base import BaseSaver
     from ttcli.savers.sql.saver import SqlSaver
 
 FORMATS = ("table", "json", "jsonl", "csv")
@@ -82,7 +85,7 @@ COMMANDS = {
     "show": "read",
     "diff": "read",
     "threads": "read",
-    "tree": "read",
+    "tree": "tree",
     "prune": "prune",
     "verify": "read",
     "import": "imports",
@@ -110,9 +113,9 @@ class TtcliGroup(click.Group):
         self, ctx: click.Context, args: list[str]
     ) -> tuple[str | None, click.Command | None, list[str]]:
         name, command, rest = super().resolve_command(ctx, args)
-        # the commands of cli/read.py and cli/blame.py only read: they open the file so that
-        # it never changes
-        ctx.ensure_object(Env).readonly = COMMANDS.get(name or "") in ("read", "blame")
+        # the commands of cli/read.py, cli/blame.py and cli/tree.py only read: they open the
+        # file so that it never changes
+        ctx.ensure_object(Env).readonly = COMMANDS.get(name or "") in ("read", "blame", "tree")
         return name, command, rest
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
@@ -200,6 +203,10 @@ class Env:
     #: the command only reads: the file is opened so that nothing can change it
     readonly: bool = False
     _saver: SqlSaver | None = field(default=None, repr=False)
+    #: the fields given as flags on the command line, which environment variables leave alone
+    typed: set[str] = field(default_factory=set)
+    #: a LangGraph file's threads, read into memory for the reading commands
+    _langgraph: BaseSaver | None = field(default=None, repr=False)
 
     @property
     def format_json(self) -> bool:
@@ -236,14 +243,44 @@ class Env:
                     f"no database at {self.db}: run a graph first (ttcli run), "
                     "or pass --db or TTCLI_DB"
                 )
-            self._saver = open_saver(
-                self.db, busy_timeout=self.busy_timeout, readonly=self.readonly and not create
-            )
+            try:
+                self._saver = open_saver(
+                    self.db, busy_timeout=self.busy_timeout, readonly=self.readonly and not create
+                )
+            except StorageError as exc:
+                if _is_langgraph_file(self.db):
+                    raise LangGraphFileError(
+                        f"{self.db} is a LangGraph SqliteSaver file, which ttcli reads but "
+                        f"never writes: copy it into a ttcli database with 'ttcli --db NEW.db "
+                        f"import {self.db}'"
+                    ) from exc
+                raise
         return self._saver
+
+    def reader(self, thread_id: str | None = None) -> BaseSaver:
+        """The database for a command that only reads; a LangGraph SqliteSaver file is read
+        into memory (saying so once on stderr), only `thread_id` if the command reads one
+        thread, and never changed."""
+        if self._langgraph is None:
+            try:
+                return self.saver()
+            except LangGraphFileError:
+                pass
+            from ttcli.ops.imports import read_langgraph
+
+            click.echo(f"note: {self.db} is a LangGraph SqliteSaver file, read-only", err=True)
+            self._langgraph = read_langgraph(self.db, thread_id)
+        return self._langgraph
 
     def close(self) -> None:
         if self._saver is not None:
             self._saver.close()
+
+
+def _is_langgraph_file(path: str) -> bool:
+    from ttcli.ops.langgraph_file import is_langgraph_file
+
+    return is_langgraph_file(path)
 
 
 pass_env = click.make_pass_decorator(Env)
@@ -251,8 +288,15 @@ pass_env = click.make_pass_decorator(Env)
 
 def _store(field_name: str) -> Callable[[click.Context, click.Parameter, Any], None]:
     def callback(ctx: click.Context, param: click.Parameter, value: Any) -> None:
-        if value is not None and value is not False:
-            setattr(ctx.ensure_object(Env), field_name, value)
+        env = ctx.ensure_object(Env)
+        typed = ctx.get_parameter_source(str(param.name)) is ParameterSource.COMMANDLINE
+        # the group's options and each command's are the same options: a flag typed before
+        # the command is not overridden by the command's reading of TTCLI_DB
+        if value is None or value is False or (not typed and field_name in env.typed):
+            return
+        setattr(env, field_name, value)
+        if typed:
+            env.typed.add(field_name)
 
     return callback
 

@@ -50,7 +50,8 @@ from ttcli.savers.sqlite.copy import same_file
 @click.option(
     "--archive",
     metavar="PATH",
-    help="First copy what goes into the ttcli database at PATH, and check it.",
+    help="First copy what goes into the ttcli database at PATH (a file, or a "
+    "postgresql:// DSN), and check it.",
 )
 @click.option("--yes", is_flag=True, help="Delete. Without it, print the plan and change nothing.")
 @click.option(
@@ -71,6 +72,7 @@ def prune(
         ttcli prune --older-than 7d                      # the plan: what would go
         ttcli prune --older-than 7d --archive old.db --yes
         ttcli prune --idle 30d --prefix order: --yes --vacuum
+        ttcli --db postgresql://app@db/agents prune --older-than 30d --archive cold.db --yes
     """
     if older_than is None and idle is None:
         raise click.UsageError("say what to delete: --older-than DUR and/or --idle DUR")

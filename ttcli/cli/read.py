@@ -8,17 +8,15 @@ import click
 
 from ttcli.cli import render
 from ttcli.cli.main import (
-    PICTURES,
     Env,
     Failure,
     output_options,
     pass_env,
-    picture_options,
     thread_options,
 )
 from ttcli.cli.params import assignments
 from ttcli.configs import CheckpointRef
-from ttcli.ops import inspect
+from ttcli.ops import inspect, subgraphs
 from ttcli.ops.refs import resolve, short_ids
 
 if TYPE_CHECKING:
@@ -60,7 +58,7 @@ def history(
         ttcli history --thread order:123 --filter writes=plan
         ttcli history --thread order:123 --where tool=cancel_order   # when did it go wrong?
     """
-    saver, ref = env.saver(), CheckpointRef(thread, ns)
+    saver, ref = env.reader(thread), CheckpointRef(thread, ns)
     older = resolve(saver, ref, before) if before else None
     entries = inspect.history(
         saver, ref, filter=assignments(filters, "--filter"), before=older, limit=limit,
@@ -81,26 +79,13 @@ def _history_table(
          ",".join(e.writes) or "-", e.created_at, short.get(e.parent_id or "", "-")]
         for e in entries
     ]  # fmt: skip
-    return [_entry_record(e) for e in entries], headers, cells
+    return [render.entry_record(e) for e in entries], headers, cells
 
 
 ENTRY_FIELDS = [
     "checkpoint_id", "parent_checkpoint_id", "step", "source", "next", "writes", "created_at",
     "metadata",
 ]  # fmt: skip
-
-
-def _entry_record(e: inspect.Entry) -> dict[str, Any]:
-    return {
-        "checkpoint_id": e.checkpoint_id,
-        "parent_checkpoint_id": e.parent_id,
-        "step": e.step,
-        "source": e.source,
-        "next": list(e.next),
-        "writes": e.writes,
-        "created_at": e.created_at,
-        "metadata": e.extra,
-    }
 
 
 @click.command()
@@ -118,7 +103,7 @@ def show(env: Env, ref: str, thread: str, ns: str, channel: str | None) -> None:
         ttcli show latest~2 --thread order:123
         ttcli show 1f1ec8c4-6bcd --thread order:123 --channel messages --json
     """
-    saver = env.saver()
+    saver = env.reader(thread)
     detail = inspect.describe(saver, resolve(saver, CheckpointRef(thread, ns), ref))
     if channel is not None:
         if channel not in detail.values:
@@ -131,12 +116,17 @@ def show(env: Env, ref: str, thread: str, ns: str, channel: str | None) -> None:
             env, {channel: detail.values[channel]}, [render.to_json(detail.values[channel])]
         )
         return
-    render.document(env, _detail_record(detail), _detail_lines(detail))
+    below = [
+        sub
+        for sub in subgraphs.below(saver, CheckpointRef(thread, ns))
+        if sub.parent_checkpoint_id == detail.entry.checkpoint_id
+    ]
+    render.document(env, _detail_record(detail, below), _detail_lines(detail, below))
 
 
-def _detail_record(d: inspect.Detail) -> dict[str, Any]:
+def _detail_record(d: inspect.Detail, below: list[subgraphs.Subgraph]) -> dict[str, Any]:
     return {
-        **_entry_record(d.entry),
+        **render.entry_record(d.entry),
         "thread_id": d.thread_id,
         "checkpoint_ns": d.checkpoint_ns,
         "children": d.children,
@@ -153,6 +143,7 @@ def _detail_record(d: inspect.Detail) -> dict[str, Any]:
                 "interrupts": [render.asked_record(i) for i in t.interrupts],
                 "answers": t.answers,
                 "waiting": t.waiting,
+                "subgraphs": [render.subgraph_record(sub) for sub in below if sub.task_id == t.id],
             }
             for t in d.tasks
         ],
@@ -164,7 +155,7 @@ def _waits(d: inspect.Detail) -> list[inspect.Waiting]:
     return [] if d.children else inspect.waiting(d.tasks)
 
 
-def _detail_lines(d: inspect.Detail) -> list[str]:
+def _detail_lines(d: inspect.Detail, below: list[subgraphs.Subgraph]) -> list[str]:
     e = d.entry
     lines = [
         f"checkpoint  {e.checkpoint_id}",
@@ -198,7 +189,16 @@ def _detail_lines(d: inspect.Detail) -> list[str]:
         lines += [f"    error: {t.error}"] if t.error else []
         if not t.waiting:  # what a waiting task asks is said once, above
             lines += [f"    asked: {render.compact(i.value, 80)} (id {i.id})" for i in t.interrupts]
+        lines += [_subgraph_line(sub) for sub in below if sub.task_id == t.id]
     return lines
+
+
+def _subgraph_line(sub: subgraphs.Subgraph) -> str:
+    latest = sub.latest
+    return render.safe(
+        f"    subgraph: --ns {sub.checkpoint_ns}  ({sub.checkpoints} checkpoints; latest "
+        f"{latest.checkpoint_id[-8:]}, step {latest.step}, next {','.join(latest.next) or '-'})"
+    )
 
 
 @click.command()
@@ -222,7 +222,7 @@ def diff(env: Env, ref_a: str, ref_b: str, thread: str, ns: str, exit_code: bool
         ttcli diff latest~1 latest --thread order:123
         ttcli diff 1f1ec8c4-6bcd latest --thread order:123 --exit-code --json
     """
-    saver, ref = env.saver(), CheckpointRef(thread, ns)
+    saver, ref = env.reader(thread), CheckpointRef(thread, ns)
     a, b = (inspect.describe(saver, resolve(saver, ref, r)) for r in (ref_a, ref_b))
     from ttcli.ops.diff import diff_values  # here: `history` and `show` never load it
 
@@ -281,7 +281,7 @@ def threads(env: Env, prefix: str, sizes: bool) -> None:
         ttcli threads --prefix order:
         ttcli threads --bytes --format csv > threads.csv
     """
-    found = inspect.threads(env.saver(), prefix, sizes=sizes)
+    found = inspect.threads(env.reader(), prefix, sizes=sizes)
     columns = ["thread", "ns", "checkpoints", "last step", "last activity", "status"]
     records = [
         {
@@ -313,73 +313,22 @@ THREAD_FIELDS = [
 
 
 @click.command()
-@thread_options
-@picture_options
-@pass_env
-def tree(env: Env, thread: str, ns: str) -> None:
-    """Draw a thread's branches as a tree, newest first, like git log --graph; marks the
-    latest checkpoint and checkpoints paused with work left to do. --format mermaid or dot
-    draws it as a picture (oldest at the top; updates, forks and paused heads marked).
-
-    \b
-    Example:
-        ttcli tree --thread order:123
-        ttcli tree --thread order:123 --format mermaid > order.mmd
-        ttcli tree --thread order:123 --format dot | dot -Tsvg > order.svg
-    """
-    from ttcli.ops import tree as trees  # here: `history` and `show` never load it
-
-    saver, ref = env.saver(), CheckpointRef(thread, ns)
-    entries = inspect.history(saver, ref)
-    short, marks = short_ids(e.checkpoint_id for e in entries), trees.marks(entries)
-    if env.format in PICTURES:
-        paused = {i for i, mark in marks.items() if mark.startswith("paused")}
-        titles = {
-            e.checkpoint_id: " ".join(_tree_label(e, short).split())
-            + (f" ({marks[e.checkpoint_id]})" if e.checkpoint_id in marks else "")
-            for e in entries
-        }
-        from ttcli.ops import pictures
-
-        render.picture(env, pictures.of_thread(entries, titles, paused))
-        return
-    labels = {e.checkpoint_id: _tree_label(e, short) for e in entries}
-    lines = trees.draw(
-        [trees.Node(i.checkpoint_id, i.parent_id, labels[i.checkpoint_id] + _mark(marks, i))
-         for i in entries]
-    )  # fmt: skip
-    record = {"lines": lines, "checkpoints": [_entry_record(e) for e in entries]}
-    render.document(env, record, lines, escaped=True)
-
-
-def _tree_label(e: inspect.Entry, short: dict[str, str]) -> str:
-    return render.safe(
-        f"{short[e.checkpoint_id]}  step {e.step:>3}  {e.source:<6} {','.join(e.writes) or '-'}"
-    )
-
-
-def _mark(marks: dict[str, str], e: inspect.Entry) -> str:
-    if e.checkpoint_id not in marks:
-        return ""
-    return render.style(render.safe(f"  ({marks[e.checkpoint_id]})"), fg="green")
-
-
-@click.command()
 @output_options
 @pass_env
 def verify(env: Env) -> None:
-    """Check the database: SQLite's integrity check and each thread's kept count, then every
-    checkpoint, its values and pending writes decoded. Reports values of types that are not
-    rebuilt (kept as data; nothing is ever imported) and exits 6 if anything is broken or
-    forged.
+    """Check the database: SQLite's integrity check (a file), SQL objects ttcli did not
+    create, each thread's kept count and the rows' invariants, then every checkpoint, its
+    values and pending writes decoded. Reports values of types that are not rebuilt (kept as
+    data; nothing is ever imported) and exits 6 if anything is broken or forged.
 
     \b
     Example:
         ttcli verify --db agent.db
+        ttcli verify --db postgresql://app@db.internal/agents
     """
     from ttcli.ops import verify as checks  # here: `history` and `show` never load it
 
-    report = checks.verify(env.saver())
+    report = checks.verify(env.reader())
     render.rows(
         env,
         [vars_of(f) for f in report.findings],

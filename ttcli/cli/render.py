@@ -20,7 +20,8 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from ttcli.cli.main import PICTURES, Env
-from ttcli.ops.inspect import Asked, Waiting
+from ttcli.ops.inspect import Asked, Entry, Waiting
+from ttcli.ops.subgraphs import Subgraph
 
 if TYPE_CHECKING:
     from ttcli.ops.pictures import Picture
@@ -192,3 +193,29 @@ def picture(env: Env, drawn: Picture) -> None:
     from ttcli.ops.pictures import DRAWERS  # here: `history` and `show` never load it
 
     click.echo(DRAWERS[env.format](drawn), nl=False)
+
+
+def entry_record(e: Entry) -> dict[str, Any]:
+    """A checkpoint as `history` (and `show`, `tree`) give it to scripts."""
+    return {
+        "checkpoint_id": e.checkpoint_id,
+        "parent_checkpoint_id": e.parent_id,
+        "step": e.step,
+        "source": e.source,
+        "next": list(e.next),
+        "writes": e.writes,
+        "created_at": e.created_at,
+        "metadata": e.extra,
+    }
+
+
+def subgraph_record(sub: Subgraph) -> dict[str, Any]:
+    """A subgraph run by a task, as `show` and `tree` give it to scripts."""
+    return {
+        "checkpoint_ns": sub.checkpoint_ns,
+        "task_name": sub.task_name,
+        "task_id": sub.task_id,
+        "parent_checkpoint_id": sub.parent_checkpoint_id,
+        "checkpoints": sub.checkpoints,
+        "latest_checkpoint_id": sub.latest.checkpoint_id,
+    }

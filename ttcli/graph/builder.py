@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from ttcli.errors import GraphDefinitionError
 from ttcli.graph.constants import END, RESERVED_CHARS, RESERVED_NODES, START
-from ttcli.graph.state import input_schema, schema_channels
+from ttcli.graph.state import annotated_input_schema, schema_channels
 
 if TYPE_CHECKING:
     from ttcli.runtime.compiled import CompiledStateGraph
@@ -51,10 +51,13 @@ class StateGraph:
     """
 
     state_schema: type[Any]
+    #: the type of the run's `context` (`invoke(..., context=...)`), which nodes read as
+    #: `runtime.context`; a dict given for a dataclass or pydantic schema is made one
+    context_schema: type[Any] | None = None
     #: the keys `invoke` takes (LangGraph's `input_schema`); the state schema's by default
-    input_schema: type[Any] | None = None
+    input_schema: type[Any] | None = field(default=None, kw_only=True)
     #: the keys `invoke` returns and `values` streams; the state schema's by default
-    output_schema: type[Any] | None = None
+    output_schema: type[Any] | None = field(default=None, kw_only=True)
     nodes: dict[str, NodeFunc] = field(default_factory=dict, init=False)
     edges: set[tuple[str, str]] = field(default_factory=set, init=False)
     waiting_edges: set[tuple[tuple[str, ...], str]] = field(default_factory=set, init=False)
@@ -62,6 +65,8 @@ class StateGraph:
     retry_policies: dict[str, tuple[Any, ...]] = field(default_factory=dict, init=False)
     #: a node's own input schema, read from its first parameter's type (LangGraph's rule)
     node_schemas: dict[str, type[Any]] = field(default_factory=dict, init=False)
+    #: nodes that run only once the run would otherwise end (`add_node(..., defer=True)`)
+    deferred: set[str] = field(default_factory=set, init=False)
 
     def __post_init__(self) -> None:
         self.channels = schema_channels(self.state_schema)
@@ -77,12 +82,18 @@ class StateGraph:
         metadata: dict[str, Any] | None = None,
         destinations: Sequence[str] | dict[str, str] | None = None,
         retry_policy: Any = None,
+        input_schema: type[Any] | None = None,
+        defer: bool = False,
     ) -> StateGraph:
         """Add a node; `add_node(func)` names it after the function.
 
         `retry_policy` (a `RetryPolicy`, or several: the first that applies to an error
-        counts) runs a failing node again. `metadata` and `destinations` are accepted as
-        LangGraph accepts them; they only serve LangGraph's graph drawing.
+        counts) runs a failing node again. `input_schema` is the schema whose keys the node
+        reads (by default its first parameter's type, if it has one). A node added with
+        `defer=True` runs only when no other node is due: once the branches leading to it
+        (of different lengths, or fanned out with `Send`) have all finished. `metadata` and
+        `destinations` are accepted as LangGraph accepts them; they only serve LangGraph's
+        graph drawing.
         """
         if action is None:
             if not is_node_action(node):
@@ -104,12 +115,14 @@ class StateGraph:
                 f"Node `{node}` action must be callable or have invoke/ainvoke, got {action!r}"
             )
         self.nodes[node] = action
-        schema = input_schema(action)
+        schema = input_schema or annotated_input_schema(action)
         if schema is not None and schema is not self.state_schema:
             self.node_schemas[node] = schema
             # its keys the state schema lacks are private channels, shared by the nodes
             for key, channel in schema_channels(schema).items():
                 self.channels.setdefault(key, channel)
+        if defer:
+            self.deferred.add(node)
         if retry_policy is not None:
             many = isinstance(retry_policy, Sequence) and not hasattr(retry_policy, "_fields")
             self.retry_policies[node] = tuple(retry_policy) if many else (retry_policy,)
@@ -221,8 +234,10 @@ class StateGraph:
         interrupt_before: Sequence[str] | None = None,
         interrupt_after: Sequence[str] | None = None,
         name: str | None = None,
+        store: Any = None,
     ) -> CompiledStateGraph:
-        """Check the graph and return a runnable one."""
+        """Check the graph and return a runnable one; nodes read `store` (an `InMemoryStore`)
+        through a `store` parameter or `runtime.store`."""
         from ttcli.runtime.compiled import CompiledStateGraph
 
         self.validate()
@@ -235,4 +250,5 @@ class StateGraph:
             interrupt_before=tuple(interrupt_before or ()),
             interrupt_after=tuple(interrupt_after or ()),
             name=name or "LangGraph",
+            store=store,
         )

@@ -46,6 +46,11 @@ class Channel(ABC):
         """Called when a node triggered by this channel ran; True if that changed it."""
         return False
 
+    def finish(self) -> bool:
+        """Called when a superstep triggers no node (the run would end); True if that
+        changed the channel (a deferred node's trigger becomes available)."""
+        return False
+
     def restore(self, value: Any = MISSING) -> Self:
         fresh = copy.copy(self)
         fresh.value = self.initial() if value is MISSING else value
@@ -171,3 +176,85 @@ class Topic(EphemeralValue):
 
     def kept(self, values: Sequence[Any]) -> Any:
         return list(values)
+
+
+class LastValueAfterFinish(Channel):
+    """The trigger of a deferred node (`add_node(..., defer=True)`): written like a plain
+    trigger, but available only once the run would otherwise end. Stored as [value, finished]."""
+
+    finished = False
+
+    def update(self, values: Sequence[Any]) -> bool:
+        if not values:
+            return False
+        self.value, self.finished = values[-1], False
+        return True
+
+    def is_available(self) -> bool:
+        return self.finished and self.value is not MISSING
+
+    def checkpoint(self) -> Any:
+        return MISSING if self.value is MISSING else [self.value, self.finished]
+
+    def restore(self, value: Any = MISSING) -> Self:
+        fresh = super().restore()
+        fresh.finished = False
+        if value is not MISSING:
+            fresh.value, fresh.finished = value
+        return fresh
+
+    def copy(self) -> Self:
+        return self.restore(self.checkpoint())
+
+    def consume(self) -> bool:
+        if not self.finished:
+            return False
+        self.value, self.finished = MISSING, False
+        return True
+
+    def finish(self) -> bool:
+        if self.finished or self.value is MISSING:
+            return False
+        self.finished = True
+        return True
+
+
+class BarrierAfterFinish(BarrierChannel):
+    """The join into a deferred node: available once every source wrote and the run would
+    otherwise end. Stored as [sources seen, finished]."""
+
+    finished = False
+
+    def update(self, values: Sequence[Any]) -> bool:
+        changed = super().update(values)
+        if changed:
+            self.finished = False
+        return changed
+
+    def is_available(self) -> bool:
+        return self.finished and super().is_available()
+
+    def checkpoint(self) -> Any:
+        return [self.value, self.finished] if self.value else MISSING
+
+    def restore(self, value: Any = MISSING) -> Self:
+        fresh = super().restore()
+        fresh.finished = False
+        if value is not MISSING:
+            fresh.value, fresh.finished = list(value[0]), value[1]
+        return fresh
+
+    def copy(self) -> Self:
+        return self.restore(self.checkpoint())
+
+    def consume(self) -> bool:
+        if not self.is_available():
+            return False
+        self.value, self.finished = [], False
+        return True
+
+    def finish(self) -> bool:
+        if self.finished or not super().is_available():
+            return False
+        self.finished = True
+        return True

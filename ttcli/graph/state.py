@@ -66,7 +66,7 @@ def _default_factory(base: Any) -> Callable[[], Any] | None:
     return origin
 
 
-def input_schema(action: Any) -> type[Any] | None:
+def annotated_input_schema(action: Any) -> type[Any] | None:
     """The schema a node function's first parameter is annotated with, if it is one (a
     TypedDict, dataclass or pydantic model): the keys that node reads."""
     if not inspect.isfunction(action) and not inspect.ismethod(action):

@@ -83,6 +83,8 @@ class Values:
             return _interrupt(Interrupt, value, self.to_ttcli)
         elif kind is LgCommand:
             return _command(Command, value, self.to_ttcli)
+        elif isinstance(value, BaseException):  # a failed task's error: LangGraph keeps its repr
+            return repr(value)
         return self._encoded(value)
 
     def _message(self, message: lc.BaseMessage) -> Message:

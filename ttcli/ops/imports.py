@@ -3,12 +3,19 @@ saver contract (`put`, `put_writes`), one batch per thread.
 
 The source is a LangGraph SqliteSaver file, a LangGraph PostgresSaver database, or another
 ttcli database (a SQLite file or a PostgreSQL DSN): threads move between the backends.
+
+LangGraph 1.x no longer records `writes` (what each node returned) in a checkpoint's
+metadata; the import derives it from the pending writes, as ttcli's runtime records it: an
+input checkpoint's is the `__start__` task's channels, any other's the channels each task
+finished writing at its parent, by node (a later task of the same node wins, as in the
+runtime's `{name: output}`).
 """
 
 from __future__ import annotations
 
 import builtins
 import sqlite3
+from collections.abc import Iterable
 from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,10 +23,12 @@ from typing import Any, Protocol
 
 from ttcli.configs import CheckpointRef
 from ttcli.errors import ConfigError, NotFoundError
+from ttcli.ops.inspect import task_name
 from ttcli.ops.langgraph_file import LangGraphFile, Stored, read_only_uri
 from ttcli.ops.targets import anchored
 from ttcli.savers.base import BaseSaver, Checkpoint
 from ttcli.savers.locate import is_dsn, open_saver
+from ttcli.savers.memory import InMemorySaver
 from ttcli.savers.rules import copy_checkpoint
 from ttcli.savers.sql.saver import SqlSaver
 
@@ -60,7 +69,7 @@ class LangGraphSource:
         return list(self.reader.thread_ids())
 
     def copy(self, thread_id: str, target: BaseSaver) -> builtins.list[str]:
-        stored = builtins.list(self.reader.thread(thread_id))  # decoded before a write
+        stored = with_writes(self.reader.thread(thread_id))  # decoded before a write
         with target.batch():
             for saved in stored:
                 _put(target, thread_id, saved)
@@ -141,8 +150,9 @@ def _postgres_source(dsn: str) -> Source:
     return TtcliSource(open_saver(dsn, readonly=True), None)
 
 
-def import_threads(source: str, saver: BaseSaver) -> ImportSummary:
-    """Copy every thread (all namespaces) of the database at `source` into `saver`.
+def import_threads(source: str, saver: BaseSaver, thread_id: str | None = None) -> ImportSummary:
+    """Copy every thread (all namespaces) of the database at `source` into `saver`, or only
+    `thread_id`'s.
 
     Every thread is read in full before any of it is written, and written in one batch, so a
     value that does not decode stops the import without leaving half a thread.
@@ -156,7 +166,7 @@ def import_threads(source: str, saver: BaseSaver) -> ImportSummary:
     try:
         if isinstance(opened, TtcliSource) and opened.saver.stores_in(saver):
             raise ConfigError(f"{source} is the database being imported into: nothing to do")
-        thread_ids = opened.thread_ids()
+        thread_ids = [t for t in opened.thread_ids() if thread_id in (None, t)]
         present = [t for t in thread_ids if _has_thread(saver, t)]
         if present:
             raise ConfigError(
@@ -176,6 +186,58 @@ def import_threads(source: str, saver: BaseSaver) -> ImportSummary:
         return summary
     finally:
         opened.close()
+
+
+#: channels a task writes that are not its output: control, and the edges it takes
+_NOT_OUTPUT = ("__", "branch:")
+_START = "__start__"
+#: what a task that raised or paused writes (a task that sent only Sends did finish)
+_UNFINISHED = frozenset({"__error__", "__interrupt__", "__resume__"})
+
+
+def with_writes(thread: Iterable[Stored]) -> list[Stored]:
+    """A thread's checkpoints, each with `writes` in its metadata (derived from the pending
+    writes when LangGraph did not record it). Parents come before their children."""
+    stored = list(thread)
+    by_id = {(saved.ns, saved.checkpoint["id"]): saved for saved in stored}
+    for saved in stored:
+        if "writes" in saved.metadata:  # recorded by LangGraph before 1.0
+            continue
+        if saved.metadata.get("source") == "input":
+            outputs = _outputs(saved, start=True)
+        else:
+            parent = by_id.get((saved.ns, saved.parent_id))
+            outputs = _outputs(parent, start=False) if parent is not None else {}
+        saved.metadata["writes"] = outputs or None
+    return stored
+
+
+def _outputs(saved: Stored, start: bool) -> dict[str, Any]:
+    """{node: {channel: value}} for the tasks that finished at `saved` (those that only
+    raised or paused wrote no output): the `__start__` task's if `start`, else all others."""
+    sends = saved.checkpoint["channel_values"].get("__pregel_tasks") or []
+    found: dict[str, Any] = {}
+    for task_path, writes in saved.writes.values():
+        name = task_name(task_path, sends)
+        if not task_path or (name == _START) != start:
+            continue  # a Command's input (no task path), or a task not asked for
+        if all(channel in _UNFINISHED for channel, _ in writes):
+            continue
+        found[name] = {c: v for c, v in writes if not c.startswith(_NOT_OUTPUT)}
+    return found
+
+
+def read_langgraph(path: str, thread_id: str | None = None) -> BaseSaver:
+    """Every thread of the LangGraph file at `path` (or only `thread_id`), decoded into
+    memory as `import` would copy them: the reading commands work on a LangGraph file
+    without changing it.
+
+    Raises:
+        CorruptValueError: a value does not decode.
+    """
+    saver = InMemorySaver()
+    import_threads(path, saver, thread_id)
+    return saver
 
 
 def _has_thread(saver: BaseSaver, thread_id: str) -> bool:

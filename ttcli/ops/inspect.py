@@ -49,11 +49,16 @@ def next_nodes(saved: CheckpointTuple) -> tuple[str, ...]:
 def _triggered(channel: str, value: Any) -> str | None:
     if channel == "__start__":
         return channel
+    # a deferred node's trigger is stored as [value, finished]: due only once finished
+    deferred = isinstance(value, list | tuple) and len(value) == 2 and isinstance(value[1], bool)
+    if deferred and not value[1]:
+        return None
     if channel.startswith("branch:to:"):
         return channel.removeprefix("branch:to:")
     if channel.startswith("join:"):
         _, sources, node = channel.split(":", 2)
-        return node if set(value or ()) == set(sources.split("+")) else None
+        seen = value[0] if deferred else value
+        return node if set(seen or ()) == set(sources.split("+")) else None
     return None
 
 
@@ -138,7 +143,7 @@ def tasks(saved: CheckpointTuple, writes: Sequence[TaskWrite]) -> list[TaskView]
     for task_id, path, channel, value in writes:
         if task_id == "00000000-0000-0000-0000-000000000000":
             continue  # a Command's input update, not a task
-        view = found.setdefault(task_id, TaskView(task_id, _name(path, sends), path))
+        view = found.setdefault(task_id, TaskView(task_id, task_name(path, sends), path))
         if channel == "__error__":
             view.error = str(value)
         elif channel == "__interrupt__":
@@ -159,7 +164,9 @@ def tasks(saved: CheckpointTuple, writes: Sequence[TaskWrite]) -> list[TaskView]
     return [*found.values(), *due]
 
 
-def _name(path: str, sends: Sequence[Any]) -> str:
+def task_name(path: str, sends: Sequence[Any]) -> str:
+    """The node a task runs, from its path: a pull task names it, a push task indexes the
+    checkpoint's Sends (`sends`)."""
     parts = [part.strip() for part in path.lstrip("~").split(",")]
     if (
         len(parts) >= 2

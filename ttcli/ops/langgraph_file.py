@@ -195,6 +195,15 @@ class Stored:
     writes: dict[str, tuple[str, list[tuple[str, Any]]]] = field(default_factory=dict)
 
 
+#: the columns `thread` and `_writes` read (a ttcli file has tables of the same names)
+_CHECKPOINT_COLUMNS = frozenset(
+    "thread_id checkpoint_ns checkpoint_id parent_checkpoint_id type checkpoint metadata".split()
+)
+_WRITE_COLUMNS = frozenset(
+    "thread_id checkpoint_ns checkpoint_id task_id task_path channel type value".split()
+)
+
+
 class LangGraphFile:
     """A LangGraph SqliteSaver file, opened read-only."""
 
@@ -209,12 +218,19 @@ class LangGraphFile:
         )
         try:
             self.conn = sqlite3.connect(read_only_uri(path), uri=True)
-            tables = {r[0] for r in self.conn.execute("SELECT name FROM sqlite_master")}
+            columns = {
+                table: {row[1] for row in self.conn.execute(f"PRAGMA table_info({table})")}
+                for table in ("checkpoints", "writes")  # constants, not input
+            }
         except sqlite3.Error as exc:
             raise StorageError(f"{path} is not a LangGraph SQLite file ({exc})") from None
-        if not {"checkpoints", "writes"} <= tables:
+        if not (
+            _CHECKPOINT_COLUMNS <= columns["checkpoints"] and _WRITE_COLUMNS <= columns["writes"]
+        ):
+            self.conn.close()
             raise StorageError(
-                f"{path} is not a LangGraph SqliteSaver file (no checkpoints and writes tables)"
+                f"{path} is not a LangGraph SqliteSaver file (no checkpoints and writes tables "
+                "of LangGraph's)"
             )
 
     def close(self) -> None:
@@ -250,6 +266,15 @@ class LangGraphFile:
         for task_id, task_path, channel, kind, value in rows:
             task = saved.writes.setdefault(str(task_id), (str(task_path or ""), []))
             task[1].append((str(channel), decode(kind, value)))
+
+
+def is_langgraph_file(path: str) -> bool:
+    """Whether `path` is a LangGraph SqliteSaver file (its tables are there)."""
+    try:
+        LangGraphFile(path).close()
+    except (StorageError, NotFoundError):
+        return False
+    return True
 
 
 def read_only_uri(path: str) -> str:

@@ -13,10 +13,13 @@ class Node:
     id: str
     parent_id: str | None
     label: str
+    #: lines drawn under the node, indented past its branch (a subgraph's own tree)
+    nested: tuple[str, ...] = ()
 
 
 def draw(nodes: Sequence[Node]) -> list[str]:
-    """Lines of `* label` with `|` for the other branches, `|/` where a branch joins.
+    """Lines of `* label` with `|` for the other branches, `|/` where a branch joins, and
+    each node's nested lines under it.
 
     `nodes` come newest first (every child before its parent).
     """
@@ -35,6 +38,9 @@ def draw(nodes: Sequence[Node]) -> list[str]:
         lanes[column] = node.parent_id
         while lanes and lanes[-1] is None:
             lanes.pop()
+        if node.nested:
+            below = "".join("| " if waits is not None else "  " for waits in lanes)
+            lines += [f"{below.ljust(2 * column + 2)}  {line}" for line in node.nested]
     return lines
 
 

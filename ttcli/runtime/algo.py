@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -107,10 +107,13 @@ def apply_writes(
     checkpoint: Checkpoint,
     channels: Mapping[str, Channel],
     tasks: Sequence[Task],
+    triggers: Collection[str] = (),
 ) -> set[str]:
     """Apply a superstep's writes to channels, bump versions; return the updated channels.
 
-    Mutates `checkpoint` (versions, versions_seen) and `channels` in place.
+    Mutates `checkpoint` (versions, versions_seen) and `channels` in place. When the
+    superstep updated none of the `triggers` (the plan's trigger channels), the run would end
+    there: channels are told so, and a deferred node's trigger becomes available.
     """
     # sort by task path so reducers see writes in an order that does not depend on which
     # parallel task happened to finish first
@@ -143,6 +146,12 @@ def apply_writes(
                 versions[chan] = next_version
                 if channel.is_available():
                     updated.add(chan)
+        if triggers and updated.isdisjoint(triggers):
+            for chan, channel in channels.items():
+                if channel.finish():
+                    versions[chan] = next_version
+                    if channel.is_available():
+                        updated.add(chan)
     return updated
 
 

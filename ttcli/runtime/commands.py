@@ -12,7 +12,7 @@ import functools
 import hashlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from ttcli.values import Command, Interrupt, Send
 
@@ -24,10 +24,12 @@ __all__ = [
     "GraphInterrupt",
     "Interrupt",
     "ParentCommand",
+    "Runtime",
     "Send",
     "StreamWriter",
     "TaskScratchpad",
     "current_scratchpad",
+    "get_runtime",
     "get_stream_writer",
     "interrupt",
     "interrupt_id",
@@ -89,6 +91,10 @@ class TaskScratchpad:
     count: int = 0
     #: how many subgraphs the task has run so far
     subgraph_calls: int = 0
+    #: the run's `context` (`invoke(..., context=...)`), for `get_runtime()`
+    context: Any = None
+    #: the graph's store (`compile(store=...)`), for `get_runtime()`
+    store: Any = None
 
     @functools.cached_property
     def link(self) -> ParentLink | None:
@@ -155,6 +161,36 @@ def get_stream_writer() -> StreamWriter:
         return _current.get().writer
     except LookupError:
         raise RuntimeError("get_stream_writer() can only be called inside a node") from None
+
+
+ContextT = TypeVar("ContextT")
+
+
+def _no_chunks(chunk: Any) -> None:
+    pass
+
+
+@dataclass(frozen=True)
+class Runtime(Generic[ContextT]):
+    """What a node that takes a `runtime` parameter gets (LangGraph's `Runtime`): the run's
+    `context`, the graph's `store` and its stream writer (ttcli has no functional API:
+    `previous` is None)."""
+
+    context: ContextT = None  # type: ignore[assignment]
+    store: Any = None
+    stream_writer: StreamWriter = _no_chunks
+    previous: Any = None
+
+
+def get_runtime(context_schema: type[ContextT] | None = None) -> Runtime[ContextT]:
+    """Inside a node: the run's `Runtime` (`context_schema` only types the result)."""
+    try:
+        scratchpad = _current.get()
+    except LookupError:
+        raise RuntimeError("get_runtime() can only be called inside a node") from None
+    return Runtime(
+        context=scratchpad.context, store=scratchpad.store, stream_writer=scratchpad.writer
+    )
 
 
 def run_in_task(scratchpad: TaskScratchpad, func: Any, *args: Any, **kwargs: Any) -> Any:

@@ -15,7 +15,8 @@ from ttcli.runtime.aio import in_thread
 from ttcli.runtime.commands import GraphInterrupt, current_scratchpad
 from ttcli.runtime.loop import Run
 from ttcli.runtime.plan import GraphPlan
-from ttcli.runtime.settings import RunSettings
+from ttcli.runtime.settings import RunSettings, coerce_context
+from ttcli.runtime.store import BaseStore
 from ttcli.runtime.subgraphs import SUBGRAPH, node_names, subgraph_input
 from ttcli.runtime.types import StateSnapshot
 from ttcli.savers.base import BaseSaver
@@ -35,6 +36,8 @@ class RunOptions(TypedDict, total=False):
     durability: str | None
     #: stream subgraphs' chunks too, as (namespace, chunk) or (namespace, mode, chunk)
     subgraphs: bool
+    #: what nodes read as `runtime.context` (of the graph's `context_schema`)
+    context: Any
 
 
 class CompiledStateGraph:
@@ -48,8 +51,11 @@ class CompiledStateGraph:
         interrupt_before: Sequence[str],
         interrupt_after: Sequence[str],
         name: str,
+        store: BaseStore | None = None,
     ) -> None:
         self.builder = builder
+        #: what nodes read as `store` and `runtime.store` (a subgraph without one: its parent's)
+        self.store = store
         self.plan = GraphPlan(builder)
         self.checkpointer = checkpointer
         self.interrupt_before_nodes = tuple(interrupt_before)
@@ -143,6 +149,7 @@ class CompiledStateGraph:
                     f"Unknown stream_mode {mode!r}; use one of {', '.join(STREAM_MODES)}"
                 )
         saver, durability = self.checkpointer, options.get("durability")
+        context, store = options.get("context"), self.store
         scratchpad = current_scratchpad()
         link = scratchpad.link if scratchpad is not None and saver is None else None
         if scratchpad is not None and link is not None:  # run inside a task: a subgraph
@@ -154,6 +161,8 @@ class CompiledStateGraph:
                 subgraph_input(link, input, self.plan),
             )
             loop, durability = loop or link.loop, durability or link.durability
+            context = options.get("context", link.context)
+            store = store or link.store
             modes = tuple(dict.fromkeys([*modes, *(link.modes or ())]))
         before, after = options.get("interrupt_before"), options.get("interrupt_after")
         settings = RunSettings(
@@ -165,6 +174,8 @@ class CompiledStateGraph:
             loop=loop,
             link=link,
             subgraphs=bool(options.get("subgraphs")),
+            context=coerce_context(self.builder.context_schema, context),
+            store=store,
         )
         return Run(self, input, config, settings)
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import queue
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -51,7 +52,12 @@ from ttcli.runtime.commands import (
     run_in_task,
 )
 from ttcli.runtime.execute import Chunk, Event, Finished, Outcome, Workers, execute
-from ttcli.runtime.messages_mode import message_chunks
+from ttcli.runtime.messages_mode import (
+    message_chunks,
+    task_metadata,
+    token_muting,
+    token_streaming,
+)
 from ttcli.runtime.pending import TaskRecord, answers, null_writes, records
 from ttcli.runtime.recorder import Recorder, TaskWrites
 from ttcli.runtime.retry import with_retries
@@ -84,6 +90,9 @@ class Run:
         #: chunks nodes (and subgraphs) write as they run, when the caller streams them
         streams = self.forwarding or {"custom", "messages"} & set(settings.modes)
         self.chunks: queue.SimpleQueue[Chunk] | None = queue.SimpleQueue() if streams else None
+        #: the ids of the messages chat models streamed as tokens (in subgraphs too): a node
+        #: that returns one does not send it again
+        self.streamed: set[str] = self.link.streamed if self.link is not None else set()
         #: the interrupts the run stopped at, if it stopped at any
         self.interrupts: list[Interrupt] = []
         #: an answer given when no interrupt was waiting, for the first `interrupt()` to ask
@@ -132,7 +141,7 @@ class Run:
             yield from self._run_tasks(tasks)
             if self.interrupts:
                 return
-            updated = apply_writes(self.checkpoint, self.channels, tasks)
+            updated = apply_writes(self.checkpoint, self.channels, tasks, self.plan.triggers)
             writes = {task.name: task.output for task in tasks if task.name != START} or None
             yield from self._put_checkpoint("loop", writes, updated)
             yield "values", self.plan.values(self.channels)
@@ -253,7 +262,7 @@ class Run:
             # what the state is now: the tasks that finished applied, as the live view shows
             finished = [task for task in tasks if task not in to_run or task.writes]
             channels = {name: channel.copy() for name, channel in self.channels.items()}
-            apply_writes(bookkeeping_copy(self.checkpoint), channels, finished)
+            apply_writes(bookkeeping_copy(self.checkpoint), channels, finished, self.plan.triggers)
             values = self.plan.values(channels)
             for interrupt in self.interrupts:
                 yield "values", {**values, INTERRUPT: (interrupt,)}
@@ -284,7 +293,8 @@ class Run:
             self.deferred.append((task.id, task.path_text, task.writes or [(NO_WRITES, None)]))
             if task.name != START:
                 if "messages" in self.settings.modes:
-                    yield from message_chunks(task, self._task_input(task), self.step, self.ref)
+                    metadata = task_metadata(task, self.step, self.ref)
+                    yield from message_chunks(task, self._task_input(task), metadata, self.streamed)
                 yield "updates", {task.name: task.output}
 
     def _execute(self, tasks: list[Task], found: dict[str, TaskRecord]) -> Iterator[Event]:
@@ -292,8 +302,9 @@ class Run:
             record = found.get(task.id)
             resume = list(record.resume) if record is not None else []
             scratchpad = TaskScratchpad(
-                task.name, task.id, resume, self._writer, partial(self._link, task), self.spare
-            )
+                task.name, task.id, resume, self._writer, partial(self._link, task), self.spare,
+                context=self.settings.context, store=self.settings.store,
+            )  # fmt: skip
             outcome: Outcome = run_in_task(scratchpad, self._call, task)
             if isinstance(outcome, GraphInterrupt):
                 outcome = outcome.adopted(scratchpad)
@@ -314,6 +325,9 @@ class Run:
             modes=self.settings.modes if forward else None,
             forward=forward,
             spare=self.spare,
+            streamed=self.streamed,
+            context=self.settings.context,
+            store=self.settings.store,
         )
 
     def _writer(self, chunk: Any) -> None:
@@ -345,11 +359,28 @@ class Run:
             return state
         call = spec.call
         try:
-            if spec.retry:
-                return with_retries(lambda: call(state, self.config, self.loop), spec.retry)
-            return call(state, self.config, self.loop)
+            with self._tokens(task):
+                if spec.retry:
+                    return with_retries(lambda: call(state, self.config, self.loop), spec.retry)
+                return call(state, self.config, self.loop)
         except ParentCommand as bubbled:  # a subgraph's node sent this node a Command
             return replace(bubbled.command, graph=None)
+
+    @contextmanager
+    def _tokens(self, task: Task) -> Iterator[None]:
+        """Stream the tokens of the chat models the task calls, when the caller streams
+        `messages` (their ids go to `self.streamed`)."""
+        if self.chunks is None or "messages" not in self.settings.modes:
+            with token_muting():  # a subgraph's models stream only when it streams
+                yield
+            return
+        chunks = self.chunks
+
+        def emit(chunk: Any, metadata: dict[str, Any]) -> None:
+            chunks.put(("messages", (chunk, metadata)))
+
+        with token_streaming(emit, task_metadata(task, self.step, self.ref), self.streamed):
+            yield
 
     def _task_input(self, task: Task) -> Any:
         if task.path[0] == PUSH:

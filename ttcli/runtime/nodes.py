@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 from ttcli.configs import RunnableConfig
-from ttcli.runtime.commands import get_stream_writer
+from ttcli.runtime.commands import get_runtime, get_stream_writer
 
 T = TypeVar("T")
 
@@ -28,7 +28,7 @@ def node_call(action: Any) -> NodeCall:
     if not inspect.isroutine(action) and (hasattr(action, "invoke") or hasattr(action, "ainvoke")):
         return functools.partial(_call_object, action)
     names = parameter_names(action)
-    if not {"config", "writer"} & names:
+    if not {"config", "writer", "runtime", "store"} & names:
         return lambda state, config, loop: resolve(action(state), loop)
 
     def call(state: Any, config: RunnableConfig, loop: asyncio.AbstractEventLoop | None) -> Any:
@@ -38,6 +38,10 @@ def node_call(action: Any) -> NodeCall:
             extra["config"] = config
         if "writer" in names:
             extra["writer"] = get_stream_writer()
+        if "runtime" in names:
+            extra["runtime"] = get_runtime()
+        if "store" in names:
+            extra["store"] = get_runtime().store
         return resolve(action(state, **extra), loop)
 
     return call

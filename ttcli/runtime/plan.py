@@ -8,6 +8,7 @@ seen yet. This is LangGraph's Pregel model, which is what makes histories line u
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -15,7 +16,14 @@ from typing import Any
 from ttcli.configs import RunnableConfig
 from ttcli.errors import InvalidUpdateError
 from ttcli.graph.builder import Branch, StateGraph
-from ttcli.graph.channels import BarrierChannel, Channel, EphemeralValue, Topic
+from ttcli.graph.channels import (
+    BarrierAfterFinish,
+    BarrierChannel,
+    Channel,
+    EphemeralValue,
+    LastValueAfterFinish,
+    Topic,
+)
 from ttcli.graph.constants import END, START, TASKS, branch_channel, join_channel
 from ttcli.graph.state import build_state, read_input, schema_channels
 from ttcli.runtime.commands import Command, ParentCommand, Send
@@ -67,7 +75,8 @@ class GraphPlan:
         joins: dict[str, list[str]] = {}
         for starts, end in sorted(builder.waiting_edges):
             channel = join_channel(starts, end)
-            self.channels[channel] = BarrierChannel(channel, starts)
+            barrier = BarrierAfterFinish if end in builder.deferred else BarrierChannel
+            self.channels[channel] = barrier(channel, starts)
             joins.setdefault(end, []).append(channel)
         self.nodes: dict[str, NodeSpec] = {}
         #: the compiled graphs nodes run as subgraphs, by node name
@@ -78,7 +87,9 @@ class GraphPlan:
         }
         for name in [START, *builder.nodes]:
             trigger = START if name == START else branch_channel(name)
-            if name != START:
+            if name in builder.deferred:
+                self.channels[trigger] = LastValueAfterFinish(trigger)
+            elif name != START:
                 self.channels[trigger] = EphemeralValue(trigger, guard=False)
             action = builder.nodes.get(name)
             self.nodes[name] = NodeSpec(
@@ -89,6 +100,12 @@ class GraphPlan:
                 branches=tuple(builder.branches.get(name, {}).values()),
                 retry=builder.retry_policies.get(name, ()),
             )
+
+    @functools.cached_property
+    def triggers(self) -> frozenset[str]:
+        """The channels that trigger nodes: a superstep that updates none of them would be
+        the run's last, so deferred nodes' triggers become available then."""
+        return frozenset(chan for spec in self.nodes.values() for chan in spec.triggers)
 
     def restore(self, channel_values: Mapping[str, Any]) -> dict[str, Channel]:
         """Fresh channel instances holding a checkpoint's values."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,11 +30,25 @@ class RunSettings:
     link: ParentLink | None = None
     #: the caller streams subgraphs' chunks too
     subgraphs: bool = False
+    #: what nodes read as `runtime.context`
+    context: Any = None
+    #: what nodes read as `store` and `runtime.store`
+    store: Any = None
 
     @property
     def forwarding(self) -> bool:
         """Whether subgraphs pass their chunks up to this run's stream."""
         return self.subgraphs or (self.link is not None and self.link.modes is not None)
+
+
+def coerce_context(schema: type[Any] | None, context: Any) -> Any:
+    """The run's context: a dict given for a dataclass or pydantic schema is made one (as
+    LangGraph does); anything else is taken as it is."""
+    if context is None or schema is None or not isinstance(context, dict):
+        return context
+    if dataclasses.is_dataclass(schema) or hasattr(schema, "model_validate"):
+        return schema(**context)
+    return context
 
 
 def recursion_limit(config: RunnableConfig) -> int:

@@ -51,7 +51,7 @@ def snapshot_of(
     interrupts = tuple(i for t in described for i in t.interrupts)
     if live:
         if finished:
-            apply_writes(checkpoint, channels, finished)
+            apply_writes(checkpoint, channels, finished, plan.triggers)
         done = {task.id for task in finished}
         next_names = tuple(task.name for task in tasks if task.id not in done)
         interrupts = tuple(

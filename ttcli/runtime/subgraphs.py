@@ -47,6 +47,12 @@ class ParentLink:
     forward: Callable[[tuple[str, Any]], None] | None
     #: the parent run's answer given when no interrupt waited: a question in here may take it
     spare: list[Any] = field(default_factory=list)
+    #: the ids of the messages chat models streamed as tokens in this stream, all graphs'
+    streamed: set[str] = field(default_factory=set)
+    #: the parent run's `context`, which a subgraph's nodes read too
+    context: Any = None
+    #: the parent run's store, for a subgraph compiled without one
+    store: Any = None
 
     @property
     def segment(self) -> str:

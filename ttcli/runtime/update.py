@@ -80,7 +80,7 @@ def update_state(
         for due in base.due(plan):
             if due.name == node:  # the update is that task's result, where it was due
                 saver.put_writes(base.parent.to_config(), writes, due.id, due.path_text)
-    return _put(saver, config, base, tasks, written)
+    return _put(saver, config, base, tasks, written, plan.triggers)
 
 
 def _read(plan: GraphPlan, saver: BaseSaver, config: RunnableConfig, as_node: str | None) -> _Base:
@@ -134,10 +134,11 @@ def _put(
     base: _Base,
     tasks: list[Task],
     written: dict[str, Any] | None,
+    triggers: frozenset[str],
 ) -> RunnableConfig:
     checkpoint, step = base.checkpoint, base.step
     before = dict(checkpoint["channel_versions"])
-    updated = apply_writes(checkpoint, base.channels, tasks)
+    updated = apply_writes(checkpoint, base.channels, tasks, triggers)
     new = new_checkpoint(checkpoint, base.channels, step, updated, latest=base.latest_id)
     metadata = checkpoint_metadata(config, "update", step, written)
     if base.saved is not None:  # a subgraph's update stays under the parent checkpoints it was in

@@ -4,10 +4,10 @@ Connections come from a psycopg pool, one for each transaction (a batch keeps it
 it ends). Statements are the shared SQL with `?` and `:name` parameters, rewritten once into
 psycopg's, and bound on the client side, as sqlite3 binds them.
 
-A write transaction first increments `ttcli_meta.generation`: the row lock orders the
-writers of the database (as SQLite's BEGIN IMMEDIATE does) and the number says whether
-another connection wrote since this one last looked (SQLite's PRAGMA data_version). A read
-is one REPEATABLE READ snapshot.
+A write transaction takes the lock of each thread it writes before it touches the thread's
+rows (`claim`, an advisory lock on the thread id held until it ends): the writers of one
+thread take turns, as all of SQLite's do, and writers of other threads go on meanwhile (a
+thread's values are its own). A read is one REPEATABLE READ snapshot, and waits for nobody.
 """
 
 from __future__ import annotations
@@ -26,14 +26,15 @@ from psycopg_pool import ConnectionPool
 from ttcli.errors import StorageError, TtcliError
 from ttcli.savers.postgres.errors import storage_error
 from ttcli.savers.postgres.migrations import OBJECTS, open_schema
-from ttcli.savers.sql.db import scalar
 from ttcli.savers.sql.transactions import DEFAULT_BUSY_TIMEOUT, Transactions
 
 #: seconds to wait for the server to answer when connecting
 CONNECT_TIMEOUT = 10
 
-_BUMP = "UPDATE ttcli_meta SET generation = generation + 1 RETURNING generation"
-_GENERATION = "SELECT generation FROM ttcli_meta"
+#: the lock of a thread's writers (all its namespaces), until the transaction ends; keyed by
+#: ttcli's tables too (their oid), since advisory locks are the whole database's and another
+#: schema of it may hold ttcli's tables as well (an archive)
+_CLAIM = "SELECT pg_advisory_xact_lock(hashtextextended(?, 'threads'::regclass::oid::bigint))"
 #: which server (its start time and port), database and schema the tables are in
 _IDENTITY = """
 SELECT pg_postmaster_start_time(), inet_server_port(), current_database(), current_schema()
@@ -102,8 +103,8 @@ class PgConnection(Transactions[PgDb]):
     ) -> None:
         super().__init__(display_name(dsn), readonly=readonly)
         self.conn = PgDb()
-        self._generation: int | None = None
-        self._bumped = False
+        #: the threads whose lock this write transaction holds
+        self._claimed: set[str] = set()
         lock_timeout = f"{max(1, int(busy_timeout * 1000))}ms"
         options = {"autocommit": True, "connect_timeout": CONNECT_TIMEOUT}
         try:  # one direct connection first: its error says what is wrong (password, host...)
@@ -153,14 +154,13 @@ class PgConnection(Transactions[PgDb]):
         return bool(self.identity == other.identity)
 
     def _begin(self, *, writing: bool) -> None:
+        if self.conn.conn is not None:
+            raise StorageError("a transaction began inside another (a bug in ttcli)")
         self.conn.conn = self.pool.getconn()
         if writing:
             self.conn.conn.execute("BEGIN")
-            self._now = scalar(self.conn, _BUMP)
         else:
             self.conn.conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY")
-            self._now = scalar(self.conn, _GENERATION)
-        self._bumped = writing
 
     def _end(self, *, commit: bool) -> None:
         conn, self.conn.conn = self.conn.conn, None
@@ -179,13 +179,17 @@ class PgConnection(Transactions[PgDb]):
         conn = self.conn.conn
         return conn is not None and conn.info.transaction_status == TransactionStatus.INTRANS
 
-    def _others_wrote(self) -> bool:
-        expected = self._generation
-        if expected is not None and self._bumped:
-            expected += 1
-        changed: bool = self._now != expected
-        self._generation = self._now
-        return changed
+    def notice_others(self) -> None:
+        # keys are never handed out twice, and committed rows and values never change: what
+        # the parts cached stays true. Only a thread's latest id (and, if another deleted it,
+        # its key) may have moved since the last transaction: asked again in each one.
+        self.forget_rows()
+        self._claimed.clear()
+
+    def claim(self, thread_id: str) -> None:
+        if self.writing and thread_id not in self._claimed:
+            self.conn.execute(_CLAIM, (thread_id,))
+            self._claimed.add(thread_id)
 
     def error(self, exc: BaseException) -> TtcliError | None:
         return storage_error(exc, self.path) if isinstance(exc, psycopg.Error) else None

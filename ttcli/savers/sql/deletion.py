@@ -51,6 +51,7 @@ class Deletion(OnParts):
 
     def delete_thread(self, thread_id: str) -> None:
         with self.connection.write() as conn:
+            self.connection.claim(thread_id)
             keys = [
                 key
                 for (key,) in conn.execute(

@@ -38,6 +38,7 @@ class Rows:
         facts, known = self.connection.facts, (ref.thread_id, ref.checkpoint_ns)
         if self.connection.in_batch and known in facts.threads:
             return facts.threads[known]
+        self.connection.claim(ref.thread_id)
         params = {"thread_id": ref.thread_id, "checkpoint_ns": ref.checkpoint_ns}
         row = conn.execute(sql.THREAD, params).fetchone()
         if row is not None:

@@ -1,10 +1,11 @@
 """Transactions and batches over one database connection, shared by the SQL backends.
 
 Every write runs in a write transaction that serializes it with the other writers of the
-database (SQLite: `BEGIN IMMEDIATE`; PostgreSQL: a row lock), so a checkpoint with its values
-commits as one transaction or not at all. Reads run in a read transaction, so they see one
-consistent snapshot while others write. A batch groups the writes of a block into one
-transaction (a superstep: its task's writes and its checkpoint commit together).
+database (SQLite: `BEGIN IMMEDIATE`) or of the threads it writes (PostgreSQL: `claim`), so a
+checkpoint with its values commits as one transaction or not at all. Reads run in a read
+transaction, so they see one consistent snapshot while others write. A batch groups the
+writes of a block into one transaction (a superstep: its task's writes and its checkpoint
+commit together).
 
 A backend says how to begin, commit and roll back, whether another connection wrote since
 this one last looked, and what a driver error means to the user.
@@ -61,12 +62,15 @@ class Transactions(ABC, Generic[DbT]):
         self.on_rollback: list[Hook] = []
         self.on_other_writer: list[Hook] = []
         self.on_batch_end: list[Hook] = []
+        #: in a write transaction (or a batch): `claim` a thread before touching it
+        self.writing = False
 
     # -- what a backend provides
 
     @abstractmethod
     def _begin(self, *, writing: bool) -> None:
-        """Begin a transaction (writing: wait for the other writers, at most the timeout)."""
+        """Begin a transaction (writing, where a write locks the whole database: wait for the
+        other writers, at most the timeout)."""
 
     @abstractmethod
     def _end(self, *, commit: bool) -> None:
@@ -77,9 +81,15 @@ class Transactions(ABC, Generic[DbT]):
         """Whether the connection is in a transaction (a failed statement may end one)."""
 
     @abstractmethod
-    def _others_wrote(self) -> bool:
-        """Whether another connection changed the database since this one last asked (asked
-        first thing in every transaction)."""
+    def notice_others(self) -> None:
+        """Drop what another connection may have made untrue since this one last looked:
+        thread keys and latest ids (`forget_rows`), and where a key may be handed out again,
+        what the parts cached (`on_other_writer`). Called first thing in every transaction."""
+
+    def claim(self, thread_id: str) -> None:
+        """Wait for the other writers of the thread, in a write transaction: called before
+        the transaction reads or writes the thread's rows. (Nothing to do where every write
+        transaction holds the whole database's lock.)"""
 
     @abstractmethod
     def error(self, exc: BaseException) -> TtcliError | None:
@@ -123,7 +133,7 @@ class Transactions(ABC, Generic[DbT]):
                     # thread keys and latest ids stay known while no other connection
                     # writes (see notice_others): the next superstep asks for neither
                     self.facts.failed = False
-                    _call(self.on_batch_end)
+                    call(self.on_batch_end)
 
     @contextmanager
     def write(self, *, keep_held: bool = False) -> Iterator[DbT]:
@@ -142,6 +152,7 @@ class Transactions(ABC, Generic[DbT]):
                     f"{self.path} was opened for reading only: open it without readonly to write"
                 )
             self._guarded_begin(writing=True)
+            self.writing = True
             try:
                 self.notice_others()
                 yield self.conn
@@ -152,6 +163,8 @@ class Transactions(ABC, Generic[DbT]):
                 if (mapped := self.error(exc)) is None:
                     raise
                 raise mapped from None
+            finally:
+                self.writing = False
 
     @contextmanager
     def read(self) -> Iterator[DbT]:
@@ -208,17 +221,9 @@ class Transactions(ABC, Generic[DbT]):
             raise exc
         raise mapped from None
 
-    def notice_others(self) -> None:
-        """Tell the parts if another connection changed the database since they last looked:
-        it may have deleted a thread whose key a new thread now has, holding copies with the
-        same checkpoint ids, or collected values this connection's caches point at."""
-        if self._others_wrote():
-            self.forget_rows()
-            _call(self.on_other_writer)
-
     def forget(self) -> None:
         """Drop what the parts cached (after a rollback, or rows deleted)."""
-        _call(self.on_rollback)
+        call(self.on_rollback)
         self.forget_rows()
 
     def forget_rows(self) -> None:
@@ -228,6 +233,6 @@ class Transactions(ABC, Generic[DbT]):
         self.facts.latest.clear()
 
 
-def _call(hooks: list[Hook]) -> None:
+def call(hooks: list[Hook]) -> None:
     for hook in hooks:
         hook()

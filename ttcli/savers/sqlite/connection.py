@@ -10,7 +10,7 @@ import sqlite3
 from pathlib import Path
 
 from ttcli.errors import TtcliError
-from ttcli.savers.sql.transactions import DEFAULT_BUSY_TIMEOUT, Transactions
+from ttcli.savers.sql.transactions import DEFAULT_BUSY_TIMEOUT, Transactions, call
 from ttcli.savers.sqlite.errors import storage_error
 from ttcli.savers.sqlite.migrations import connect, open_schema
 
@@ -69,11 +69,14 @@ class Connection(Transactions[sqlite3.Connection]):
     def in_transaction(self) -> bool:
         return self.conn.in_transaction
 
-    def _others_wrote(self) -> bool:
+    def notice_others(self) -> None:
+        # another connection may have deleted a thread whose key a new thread now has (SQLite
+        # hands out a deleted largest key again), holding copies with the same checkpoint ids
         (version,) = self.conn.execute("PRAGMA data_version").fetchone()
-        changed: bool = version != self._data_version
-        self._data_version = version
-        return changed
+        if version != self._data_version:
+            self._data_version = version
+            self.forget_rows()
+            call(self.on_other_writer)
 
     def error(self, exc: BaseException) -> TtcliError | None:
         return storage_error(exc, self.path) if isinstance(exc, sqlite3.Error) else None
