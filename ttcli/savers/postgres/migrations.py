@@ -76,10 +76,13 @@ def open_schema(conn: psycopg.Connection[Any], where: str, *, readonly: bool) ->
                     raise _foreign(where)
                 conn.execute(schema_sql().encode())
     version = _scalar(conn, "SELECT version FROM ttcli_meta")
-    if version > SCHEMA_VERSION:
+    if version != SCHEMA_VERSION:  # no older one was ever written
         raise SchemaVersionError(
             f"{where} uses ttcli schema version {version}, newer than this ttcli understands "
             f"({SCHEMA_VERSION}): upgrade ttcli to read it"
+            if version > SCHEMA_VERSION
+            else f"{where} claims ttcli schema version {version}, which no ttcli wrote on "
+            "PostgreSQL: it is damaged, or not ttcli's"
         )
     kinds = objects(conn)
     for name, kind in OBJECTS.items():
