@@ -52,7 +52,7 @@ def test_reading_commands_work_on_a_fan_out_thread(fan_db: Target) -> None:
     ],
     ids=["table", "jsonl", "csv", "json", "tree"],
 )
-def test_a_reader_that_stops_early_is_not_an_error(long_db: Path, args: list[str]) -> None:
+def test_a_reader_that_stops_early_is_not_an_error(long_db: Target, args: list[str]) -> None:
     with subprocess.Popen(
         [sys.executable, "-m", "ttcli", "--db", str(long_db), *args],
         stdout=subprocess.PIPE,
@@ -220,7 +220,7 @@ def test_ctrl_c_during_run_exits_130_and_says_how_to_go_on(tmp_path: Path, new_d
     assert [(t["thread_id"], t["status"]) for t in listed] == [("s", "done")]
 
 
-def test_filter_writes_names_a_node(db: Target, long_db: Path) -> None:
+def test_filter_writes_names_a_node(db: Target, long_db: Target) -> None:
     by_name = data(ttcli(db, "history", "-t", "order:123", "--filter", "writes=plan", "--json"))
     assert [(e["step"], e["writes"]) for e in by_name] == [(2, ["plan"])]
     as_list = ttcli(db, "history", "-t", "order:123", "--filter", 'writes=["plan"]', "--json")
@@ -432,7 +432,7 @@ def test_hostile_arguments_get_one_line(
     assert dump(db) == before
 
 
-def test_short_ids_have_8_characters_and_work_as_refs(long_db: Path) -> None:
+def test_short_ids_have_8_characters_and_work_as_refs(long_db: Target) -> None:
     table = ttcli(long_db, "history", "-t", "long", "--limit", "20").stdout.splitlines()
     full = data(ttcli(long_db, "history", "-t", "long", "--limit", "20", "--json"))
     shown = [(line[:8], line[8:10], line.split()[-1]) for line in table[2:]]
