@@ -19,6 +19,7 @@ import pytest
 from tests import graphs
 from tests.clitools import Target, dump, ttcli
 from tests.conftest import NewDb
+from tests.pg import new_dsn
 from tests.test_archive import everything
 from tests.test_prune import boundary, cfg
 from tests.test_saver_contract import config, put_one
@@ -289,6 +290,17 @@ def test_an_archive_that_is_the_database_under_another_name_is_refused(
     assert result.exit_code == 2
     assert result.stderr.startswith("Error: ") and result.stderr.count("\n") == 1, result.stderr
     assert dump(two_threads) == before
+
+
+def test_an_archive_that_is_the_postgresql_schema_under_another_dsn_is_refused() -> None:
+    # the file aliases above have a PostgreSQL counterpart: a DSN spelled otherwise
+    db = run_two_threads(new_dsn())
+    other = f"{db}&application_name=archive"
+    before = dump(db)
+    result = ttcli(db, "prune", "--older-than", "0s", "--archive", other, "--yes")
+    assert result.exit_code == 2
+    assert result.stderr.startswith("Error: ") and result.stderr.count("\n") == 1, result.stderr
+    assert dump(db) == before
 
 
 def test_a_future_bound_from_the_library_still_prunes(two_threads: Target) -> None:
