@@ -2,7 +2,8 @@
 -- schema.sql (read it for what each column holds), in PostgreSQL's types.
 --
 -- What differs from SQLite's file, and why:
---   * `ttcli_meta` holds the format version (SQLite keeps it in PRAGMA user_version).
+--   * `ttcli_meta` holds the format version (SQLite keeps it in PRAGMA user_version), and
+--     counts the transactions that deleted rows (SQLite's PRAGMA data_version tells the same).
 --   * writers lock a thread, not the database: before a write transaction touches a
 --     thread's rows it takes the transaction-level advisory lock
 --     pg_advisory_xact_lock(hashtextextended(thread_id, 'threads'::regclass::oid::bigint)),
@@ -24,12 +25,16 @@
 -- say) is refused; to keep both in one database, give ttcli a schema of its own:
 --   postgresql://host/db?options=-csearch_path%3Dttcli   (after CREATE SCHEMA ttcli)
 --
--- ttcli applies this file to an empty schema and migrates older versions forward; a newer
--- version is refused, never guessed at. Invariants: those of schema.sql.
+-- ttcli applies this file to an empty schema; a newer version is refused, never guessed at
+-- (version 5 is PostgreSQL's first: later ones will migrate it forward, as SQLite's do).
+-- Invariants: those of schema.sql.
 
 CREATE TABLE ttcli_meta (
     singleton  BOOLEAN PRIMARY KEY DEFAULT TRUE CHECK (singleton),
-    version    INTEGER NOT NULL
+    version    INTEGER NOT NULL,
+    deletions  BIGINT NOT NULL DEFAULT 0  -- transactions that deleted rows: a connection
+                                          -- that sees it moved drops the checkpoints it
+                                          -- cached (a deleted id may be stored again)
 );
 
 INSERT INTO ttcli_meta (version) VALUES (6);

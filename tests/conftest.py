@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator
+from contextlib import closing
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -14,6 +15,7 @@ from tests.graphs import linear
 from tests.pg import new_dsn
 from ttcli import END, START, StateGraph
 from ttcli.savers.base import BaseSaver
+from ttcli.savers.locate import open_saver
 from ttcli.savers.memory import InMemorySaver
 from ttcli.savers.postgres import PostgresSaver
 from ttcli.savers.sqlite import SqliteSaver
@@ -88,16 +90,31 @@ def fan_db(tmp_path: Path, new_db: NewDb) -> Target:
 
 
 @pytest.fixture(scope="session")
-def long_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Thread `long`: 3,000 checkpoints (1,000 runs of a -> b)."""
-    path = tmp_path_factory.mktemp("long") / "long.db"
-    with SqliteSaver.from_conn_string(path) as saver:
-        graph = linear(SimpleNamespace(StateGraph=StateGraph, START=START, END=END)).compile(
-            checkpointer=saver
-        )
-        for x in range(1000):
-            graph.invoke({"x": x}, {"configurable": {"thread_id": "long"}})
-    return path
+def long_dbs(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Target]:
+    """The long thread's database of a backend, made the first time a test asks for it."""
+    made: dict[str, Target] = {}
+
+    def of(backend: str) -> Target:
+        if backend not in made:
+            target: Target = (
+                new_dsn() if backend == "postgres" else tmp_path_factory.mktemp("long") / "long.db"
+            )
+            with closing(open_saver(target)) as saver:
+                api = SimpleNamespace(StateGraph=StateGraph, START=START, END=END)
+                graph = linear(api).compile(checkpointer=saver)
+                for x in range(1000):
+                    graph.invoke({"x": x}, {"configurable": {"thread_id": "long"}})
+            made[backend] = target
+        return made[backend]
+
+    return of
+
+
+@pytest.fixture
+def long_db(backend: str, long_dbs: Callable[[str], Target]) -> Target:
+    """Thread `long` on the test's backend: 3,000 checkpoints (1,000 runs of a -> b), made
+    once a run and shared by the tests, which only read it."""
+    return long_dbs(backend)
 
 
 @pytest.fixture

@@ -1,12 +1,17 @@
 """`prune --archive` copies stored rows between SQLite files: whatever a thread holds (forks,
 updates, interrupts, failed tasks, messages, appends, records, pending writes across page
 boundaries), every archived checkpoint must read in the archive exactly as it read in the
-source, and archiving twice into one file must not change what is already there."""
+source, and archiving twice into one file must not change what is already there.
+
+The tests taking `new_db` run on both backends (a PostgreSQL source is archived value by value
+into a SQLite file); the rest are about SqliteSaver.copy_rows, the row copy between two SQLite
+files (its pages, blob keys and checks), and stay on SQLite."""
 
 from __future__ import annotations
 
 import datetime as dt
 import tempfile
+from contextlib import closing
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -16,6 +21,8 @@ from hypothesis import HealthCheck, given, settings
 
 from tests import graphs
 from tests import test_dict_deltas as dict_deltas
+from tests.clitools import Target
+from tests.conftest import NewDb
 from tests.test_properties import apply, operations, random_graph
 from tests.test_saver_contract import config, make_checkpoint, put_chain, put_one
 from ttcli import END, START, Command, MessagesState, Send, StateGraph, interrupt
@@ -24,6 +31,7 @@ from ttcli.errors import ConfigError, StorageError
 from ttcli.graph.messages import AIMessage, HumanMessage
 from ttcli.ops.prune import PrunePolicy, execute_prune, plan_prune
 from ttcli.savers.base import BaseSaver
+from ttcli.savers.locate import open_saver
 from ttcli.savers.sqlite import SqliteSaver
 from ttcli.savers.sqlite import copy as sqlite_copy
 
@@ -50,17 +58,17 @@ def everything(saver: BaseSaver) -> dict[tuple[str, str, str], Any]:
     return found
 
 
-def prune_into(saver: SqliteSaver, archive: Path, keep_last: int) -> int:
+def prune_into(saver: BaseSaver, archive: Target, keep_last: int) -> int:
     policy = PrunePolicy(
         older_than=dt.datetime.now(dt.UTC) + dt.timedelta(seconds=1), keep_last=keep_last
     )
-    with SqliteSaver.from_conn_string(archive) as target:
+    with closing(open_saver(archive)) as target:
         report = execute_prune(saver, plan_prune(saver, policy), archive=target)
         assert target.integrity_problems() == []
     return report.archived
 
 
-def check_archive(saver: SqliteSaver, archive: Path, keep: tuple[int, ...]) -> None:
+def check_archive(saver: BaseSaver, archive: Path, keep: tuple[int, ...]) -> None:
     """Prune into `archive` once per `keep` value: afterwards every checkpoint is in exactly
     one of the two files, reading exactly as it did."""
     before = everything(saver)
@@ -77,7 +85,7 @@ def check_archive(saver: SqliteSaver, archive: Path, keep: tuple[int, ...]) -> N
         assert content[3:] == before[key][3:], key
 
 
-def busy_file(saver: SqliteSaver) -> None:
+def busy_file(saver: BaseSaver) -> None:
     """Threads with forks, updates, interrupts, failed tasks, Send, messages and records."""
     linear = graphs.linear(API).compile(checkpointer=saver)
     linear.invoke({"x": 1, "log": []}, {"configurable": {"thread_id": "linear"}})
@@ -120,8 +128,8 @@ def busy_file(saver: SqliteSaver) -> None:
         app.invoke({"messages": [message]}, {"configurable": {"thread_id": "chat"}})
 
 
-def test_an_archive_reads_exactly_as_the_source_did(db_path: Path, tmp_path: Path) -> None:
-    with SqliteSaver.from_conn_string(db_path) as saver:
+def test_an_archive_reads_exactly_as_the_source_did(new_db: NewDb, tmp_path: Path) -> None:
+    with closing(open_saver(new_db("live.db"))) as saver:
         busy_file(saver)
         check_archive(saver, tmp_path / "archive.db", keep=(6, 2))
 
@@ -193,12 +201,13 @@ def test_the_newest_archived_checkpoint_keeps_earlier_and_later_writes(
             assert target.child_ids(config("t", root)) == [head]
 
 
-def test_a_file_is_never_archived_into_itself(db_path: Path) -> None:
-    with SqliteSaver.from_conn_string(db_path) as saver:
+def test_a_database_is_never_archived_into_itself(new_db: NewDb) -> None:
+    db = new_db("live.db")
+    with closing(open_saver(db)) as saver:
         put_chain(saver, steps=3)
-        with SqliteSaver.from_conn_string(db_path) as same:
+        with closing(open_saver(db)) as same:
             with pytest.raises(ConfigError, match="into itself: archive to another file"):
-                prune_into(saver, db_path, 1)
+                prune_into(saver, db, 1)
             assert same.count_checkpoints(config("t")) == 3
 
 

@@ -1,4 +1,5 @@
-"""The command line, through click's CliRunner on real SQLite files: outputs and exit codes."""
+"""The command line, through click's CliRunner on both backends (SQLite files and PostgreSQL
+schemas): outputs and exit codes."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import operator
 import re
 import subprocess
 import sys
+from contextlib import closing
 from pathlib import Path
 from typing import Annotated, TypedDict
 
@@ -25,11 +27,13 @@ from tests.clitools import (
     ttcli,
     write_lock_held,
 )
-from ttcli import START, Send, SqliteSaver, StateGraph
+from tests.conftest import NewDb
+from ttcli import START, Send, StateGraph
 from ttcli.cli import cli
+from ttcli.savers.locate import open_saver
 
 
-def test_run_prints_the_final_state(db: Path) -> None:
+def test_run_prints_the_final_state(db: Target) -> None:
     result = ttcli(db, "run", ORDER_AGENT, "--thread", "o2", "--input", json.dumps(ORDER), "--json")
     outcome = data(result)
     assert (outcome["status"], outcome["next"], outcome["waiting"]) == ("done", [], [])
@@ -39,7 +43,7 @@ def test_run_prints_the_final_state(db: Path) -> None:
     assert '  reply: "Done: order 123 cancelled."' in table.stdout.splitlines()
 
 
-def test_run_reads_input_from_a_file_or_stdin(db: Path, tmp_path: Path) -> None:
+def test_run_reads_input_from_a_file_or_stdin(db: Target, tmp_path: Path) -> None:
     (tmp_path / "order.json").write_text(json.dumps(ORDER))
     from_file = ttcli(
         db, "run", ORDER_AGENT, "-t", "f", "--input", f"@{tmp_path / 'order.json'}", "--json"
@@ -50,7 +54,7 @@ def test_run_reads_input_from_a_file_or_stdin(db: Path, tmp_path: Path) -> None:
     assert data(from_file)["values"]["reply"] == data(from_stdin)["values"]["reply"]
 
 
-def test_run_streams_updates_as_json_lines(db: Path) -> None:
+def test_run_streams_updates_as_json_lines(db: Target) -> None:
     result = ttcli(
         db,
         "run",
@@ -68,7 +72,7 @@ def test_run_streams_updates_as_json_lines(db: Path) -> None:
     assert lines[-1]["status"] == "done"
 
 
-def test_history_table(db: Path) -> None:
+def test_history_table(db: Target) -> None:
     lines = ttcli(db, "history", "--thread", "order:123").stdout.splitlines()
     assert lines[0].split() == [
         "checkpoint",
@@ -92,7 +96,7 @@ def test_history_table(db: Path) -> None:
     assert rows[-1][-1] == "-"
 
 
-def test_history_json_filters_before_and_limit(db: Path) -> None:
+def test_history_json_filters_before_and_limit(db: Target) -> None:
     full = data(ttcli(db, "history", "-t", "order:123", "--json"))
     assert set(full[0]) == {
         "checkpoint_id", "parent_checkpoint_id", "step", "source", "next", "writes", "created_at", "metadata"
@@ -128,7 +132,7 @@ def test_history_json_filters_before_and_limit(db: Path) -> None:
     assert len(csv_lines) == 2
 
 
-def test_refs_by_prefix_and_ancestry(db: Path) -> None:
+def test_refs_by_prefix_and_ancestry(db: Target) -> None:
     full = data(ttcli(db, "history", "-t", "order:123", "--json"))
     by_prefix = data(ttcli(db, "show", full[2]["checkpoint_id"][:18], "-t", "order:123", "--json"))
     by_tilde = data(ttcli(db, "show", "latest~2", "-t", "order:123", "--json"))
@@ -140,7 +144,7 @@ def test_refs_by_prefix_and_ancestry(db: Path) -> None:
     )
 
 
-def test_show_a_checkpoint_in_full(db: Path) -> None:
+def test_show_a_checkpoint_in_full(db: Target) -> None:
     shown = data(ttcli(db, "show", "latest~2", "-t", "order:123", "--json"))
     assert shown["step"] == 2 and shown["next"] == ["call_tool"]
     assert shown["writes"] == ["plan"]
@@ -158,7 +162,7 @@ def test_show_a_checkpoint_in_full(db: Path) -> None:
     assert "next        - (done)" in table and '  reply: "Done: order 123 cancelled."' in table
 
 
-def test_diff_two_checkpoints(db: Path) -> None:
+def test_diff_two_checkpoints(db: Target) -> None:
     changed = data(ttcli(db, "diff", "latest~3", "latest~2", "-t", "order:123", "--json"))
     assert changed["changes"] == [
         {"path": "log[1]", "kind": "appended", "old": None, "new": "plan: call cancel_order"},
@@ -177,7 +181,7 @@ def test_diff_two_checkpoints(db: Path) -> None:
     assert same.exit_code == 0 and "values: no difference" in same.stdout
 
 
-def test_update_dry_run_changes_nothing_then_update_and_replay_fix_the_run(db: Path) -> None:
+def test_update_dry_run_changes_nothing_then_update_and_replay_fix_the_run(db: Target) -> None:
     before = dump(db)
     dry = data(ttcli(db, "update", "-t", "order:123", "--at", "latest~3", "--as-node", "plan",
                      "--set", "tool=refund_order", "--dry-run", "--json"))  # fmt: skip
@@ -192,7 +196,7 @@ def test_update_dry_run_changes_nothing_then_update_and_replay_fix_the_run(db: P
     assert "|/" in ttcli(db, "tree", "-t", "order:123").stdout
 
 
-def test_fork_in_the_thread_or_into_a_new_one(db: Path) -> None:
+def test_fork_in_the_thread_or_into_a_new_one(db: Target) -> None:
     forked = data(ttcli(db, "fork", "latest~2", "-t", "order:123", "--json"))
     head = data(ttcli(db, "show", "-t", "order:123", "--json"))
     assert (head["checkpoint_id"], head["source"], head["next"]) == (
@@ -209,8 +213,8 @@ def test_fork_in_the_thread_or_into_a_new_one(db: Path) -> None:
     assert len(entries) == 2 and entries[0]["metadata"] == {"copied_from": "order:123"}
 
 
-def test_pause_and_resume(tmp_path: Path) -> None:
-    db = tmp_path / "review.db"
+def test_pause_and_resume(new_db: NewDb) -> None:
+    db = new_db("review.db")
     request = json.dumps({"request": "refund 7", "plan": "", "log": []})
     paused = ttcli(db, "run", REVIEW, "-t", "r", "--input", request, "--json")
     assert paused.exit_code == 4
@@ -230,9 +234,9 @@ def test_pause_and_resume(tmp_path: Path) -> None:
 
 
 def test_a_failing_node_exits_1_and_the_thread_shows_the_error(
-    tmp_path: Path, graphs_file: Path
+    new_db: NewDb, graphs_file: Path
 ) -> None:
-    db = tmp_path / "f.db"
+    db = new_db("f.db")
     failed = ttcli(db, "run", f"{graphs_file}:failing", "-t", "f", "--input", '{"log": []}')
     assert failed.exit_code == 1
     assert failed.stderr == (
@@ -244,7 +248,7 @@ def test_a_failing_node_exits_1_and_the_thread_shows_the_error(
     assert shown["tasks"][0]["error"] == "ValueError('boom in b')"
 
 
-def test_prune_plans_then_deletes_and_archives(db: Path, tmp_path: Path) -> None:
+def test_prune_plans_then_deletes_and_archives(db: Target, tmp_path: Path) -> None:
     for thread in ("a", "b"):
         ttcli(db, "run", ORDER_AGENT, "-t", thread, "--input", json.dumps(ORDER))
     before = dump(db)
@@ -299,7 +303,7 @@ def test_every_command_has_help_with_an_example() -> None:
         assert "Example:" in result.stdout, name
 
 
-def test_a_real_process(db: Path) -> None:
+def test_a_real_process(db: Target) -> None:
     done = subprocess.run(
         [sys.executable, "-m", "ttcli", "history", "--db", str(db), "-t", "order:123", "--json"],
         capture_output=True, text=True, check=False,
@@ -316,7 +320,7 @@ def test_a_real_process(db: Path) -> None:
     )
 
 
-def test_the_readme_ci_replay_shows_no_difference_for_unchanged_code(db: Path) -> None:
+def test_the_readme_ci_replay_shows_no_difference_for_unchanged_code(db: Target) -> None:
     old = data(ttcli(db, "show", "latest", "-t", "order:123", "--json"))["checkpoint_id"]
     assert ttcli(db, "replay", "latest~5", "-t", "order:123", "--graph", ORDER_AGENT).exit_code == 0
     unchanged = ttcli(db, "diff", old, "latest", "-t", "order:123", "--exit-code")
@@ -336,14 +340,14 @@ def test_the_readme_ci_replay_shows_no_difference_for_unchanged_code(db: Path) -
     ids=["module-builder", "module-factory", "file-compiled", "file-factory"],
 )
 def test_targets_name_a_builder_a_compiled_graph_or_a_factory(
-    tmp_path: Path, graphs_file: Path, target: str, monkeypatch: pytest.MonkeyPatch
+    new_db: NewDb, graphs_file: Path, target: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(ROOT)  # module targets import from the working directory
     graphs_file.write_text(
         GRAPHS
         + "\nfrom fixtures.order_agent import build\ncompiled = build().compile()\nfactory = build\n"
     )
-    db = tmp_path / "t.db"
+    db = new_db("t.db")
     result = ttcli(
         db,
         "run",
@@ -357,8 +361,8 @@ def test_targets_name_a_builder_a_compiled_graph_or_a_factory(
     assert data(result)["values"]["reply"] == "Done: order 123 cancelled."
 
 
-def test_tree_marks_the_latest_and_paused_branch_heads(tmp_path: Path) -> None:
-    db = tmp_path / "review.db"
+def test_tree_marks_the_latest_and_paused_branch_heads(new_db: NewDb) -> None:
+    db = new_db("review.db")
     ttcli(
         db, "run", REVIEW, "-t", "r", "--input", json.dumps({"request": "x", "plan": "", "log": []})
     )
@@ -370,7 +374,7 @@ def test_tree_marks_the_latest_and_paused_branch_heads(tmp_path: Path) -> None:
     assert lines[3] == "|/"
 
 
-def test_threads_show_sizes_only_when_asked(db: Path) -> None:
+def test_threads_show_sizes_only_when_asked(db: Target) -> None:
     plain = data(ttcli(db, "threads", "--json"))
     sized = data(ttcli(db, "threads", "--bytes", "--json"))
     assert "bytes" not in plain[0]
@@ -379,7 +383,7 @@ def test_threads_show_sizes_only_when_asked(db: Path) -> None:
     assert ttcli(db, "threads", "--bytes").stdout.splitlines()[0].split()[-1] == "bytes"
 
 
-def test_history_shows_the_sends_a_checkpoint_schedules(tmp_path: Path) -> None:
+def test_history_shows_the_sends_a_checkpoint_schedules(new_db: NewDb) -> None:
     # Sends too big to be kept inline in the row: history reads them to say what runs next
     class Fan(TypedDict):
         items: list[str]
@@ -392,19 +396,20 @@ def test_history_shows_the_sends_a_checkpoint_schedules(tmp_path: Path) -> None:
     builder.add_conditional_edges(
         "start", lambda state: [Send("work", {"item": i}) for i in state["items"]], ["work"]
     )
-    with SqliteSaver.from_conn_string(tmp_path / "fan.db") as saver:
+    db = new_db("fan.db")
+    with closing(open_saver(db)) as saver:
         graph = builder.compile(checkpointer=saver)
         config = {"configurable": {"thread_id": "fan"}}
         graph.invoke({"items": ["a long item", "another one"], "results": []}, config)
 
-    history = data(ttcli(tmp_path / "fan.db", "history", "--thread", "fan", "--json"))
+    history = data(ttcli(db, "history", "--thread", "fan", "--json"))
 
     assert [c["next"] for c in history] == [[], ["work", "work"], ["start"], ["__start__"]]
 
 
 @pytest.mark.parametrize("where", ["group", "command"])
-def test_a_db_flag_wins_over_ttcli_db(db: Path, tmp_path: Path, where: str) -> None:
-    other = tmp_path / "other.db"
+def test_a_db_flag_wins_over_ttcli_db(db: Target, new_db: NewDb, where: str) -> None:
+    other = new_db("other.db")
     assert ttcli(other, "run", ORDER_AGENT, "-t", "elsewhere", "--input", json.dumps(ORDER))
     args = ["threads", "--json"]
     args = ["--db", str(db), *args] if where == "group" else [*args, "--db", str(db)]
@@ -413,7 +418,7 @@ def test_a_db_flag_wins_over_ttcli_db(db: Path, tmp_path: Path, where: str) -> N
     assert {t["thread_id"] for t in json.loads(result.stdout)} == {"order:123"}
 
 
-def test_history_schedules_a_deferred_node_only_once_it_is_due(tmp_path: Path) -> None:
+def test_history_schedules_a_deferred_node_only_once_it_is_due(new_db: NewDb) -> None:
     class Log(TypedDict):
         log: Annotated[list[str], operator.add]
 
@@ -424,10 +429,12 @@ def test_history_schedules_a_deferred_node_only_once_it_is_due(tmp_path: Path) -
     builder.add_edge(START, "a")
     for start, end in [("a", "b"), ("a", "c"), ("b", "b_2"), ("b_2", "d"), ("c", "d")]:
         builder.add_edge(start, end)
-    db = tmp_path / "d.db"
-    graph = builder.compile(checkpointer=SqliteSaver(db))
-    graph.invoke({"log": []}, {"configurable": {"thread_id": "t"}})
-    expected = [list(s.next) for s in graph.get_state_history({"configurable": {"thread_id": "t"}})]
+    db = new_db("d.db")
+    with closing(open_saver(db)) as saver:
+        graph = builder.compile(checkpointer=saver)
+        graph.invoke({"log": []}, {"configurable": {"thread_id": "t"}})
+        config = {"configurable": {"thread_id": "t"}}
+        expected = [list(s.next) for s in graph.get_state_history(config)]
 
     history = data(ttcli(db, "history", "--thread", "t", "--json"))
 

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.clitools import FAN_OUT, ORDER_AGENT, REVIEW, data, ttcli
+from tests.clitools import FAN_OUT, ORDER_AGENT, REVIEW, Target, data, ttcli
 
 
 def test_graph_lists_nodes_and_edges_or_draws_them(tmp_path: Path) -> None:
-    db = tmp_path / "none.db"
+    db = tmp_path / "none.db"  # `graph` opens no database, so none is made on either backend
     text = ttcli(db, "graph", ORDER_AGENT)
     assert (text.exit_code, text.stderr) == (0, "")
     assert text.stdout.splitlines() == [
@@ -50,7 +50,7 @@ def test_graph_draws_a_fan_out_to_every_node(tmp_path: Path) -> None:
     ]
 
 
-def test_tree_draws_branches_as_a_picture(db: Path) -> None:
+def test_tree_draws_branches_as_a_picture(db: Target) -> None:
     fix = ["--as-node", "plan", "--set", "tool=refund_order", "--at", "latest~3"]
     assert ttcli(db, "update", "-t", "order:123", *fix).exit_code == 0
     assert ttcli(db, "fork", "latest~1", "-t", "order:123").exit_code == 0
@@ -71,7 +71,7 @@ def test_tree_draws_branches_as_a_picture(db: Path) -> None:
     assert dot.count(" -> ") == 7 and dot.count('fillcolor="#ffe0e0"') == 1
 
 
-def test_only_tree_and_graph_draw(db: Path) -> None:
+def test_only_tree_and_graph_draw(db: Target) -> None:
     result = ttcli(db, "--format", "mermaid", "history", "-t", "order:123")
     assert (result.exit_code, result.stdout) == (2, "")
     assert result.stderr == (
@@ -79,7 +79,7 @@ def test_only_tree_and_graph_draw(db: Path) -> None:
     )
 
 
-def test_history_where_finds_checkpoints_by_their_values(db: Path, long_db: Path) -> None:
+def test_history_where_finds_checkpoints_by_their_values(db: Target, long_db: Target) -> None:
     def steps(*args: str) -> list[int]:
         found = data(ttcli(db, "history", "-t", "order:123", *args, "--json"))
         return [e["step"] for e in found]
@@ -110,12 +110,12 @@ def test_history_where_finds_checkpoints_by_their_values(db: Path, long_db: Path
     ],
     ids=["empty-part", "no-value"],
 )
-def test_history_where_refuses_what_is_not_a_path(db: Path, where: str, message: str) -> None:
+def test_history_where_refuses_what_is_not_a_path(db: Target, where: str, message: str) -> None:
     result = ttcli(db, "history", "-t", "order:123", "--where", where)
     assert (result.exit_code, result.stdout, result.stderr) == (2, "", f"Error: {message}\n")
 
 
-def test_blame_says_who_wrote_each_part_of_a_value(db: Path) -> None:
+def test_blame_says_who_wrote_each_part_of_a_value(db: Target) -> None:
     entries = data(ttcli(db, "history", "-t", "order:123", "--json"))
     short = {e["step"]: e["checkpoint_id"][-8:] for e in entries}
     tool = ttcli(db, "blame", "tool", "-t", "order:123")
@@ -139,7 +139,7 @@ def test_blame_says_who_wrote_each_part_of_a_value(db: Path) -> None:
     assert [(b["step"], b["nodes"]) for b in given] == [(0, ["input"])]
 
 
-def test_blame_follows_an_update_and_a_past_ref(db: Path) -> None:
+def test_blame_follows_an_update_and_a_past_ref(db: Target) -> None:
     fix = ["--as-node", "plan", "--set", "tool=refund_order", "--at", "latest~3"]
     assert ttcli(db, "update", "-t", "order:123", *fix).exit_code == 0
     now = data(ttcli(db, "blame", "tool", "-t", "order:123", "--json"))
@@ -152,7 +152,7 @@ def test_blame_follows_an_update_and_a_past_ref(db: Path) -> None:
     ]
 
 
-def test_blame_of_nothing_says_what_there_is(db: Path) -> None:
+def test_blame_of_nothing_says_what_there_is(db: Target) -> None:
     result = ttcli(db, "blame", "nope", "-t", "order:123")
     assert (result.exit_code, result.stdout) == (3, "")
     assert result.stderr.startswith("Error: checkpoint has no value at 'nope'; its state keys: ")

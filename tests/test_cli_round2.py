@@ -12,11 +12,12 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from tests.clitools import ORDER, ORDER_AGENT, REVIEW, ROOT, data, dump, ttcli
+from tests.clitools import ORDER, ORDER_AGENT, REVIEW, ROOT, Target, data, dump, ttcli
+from tests.conftest import NewDb
 from ttcli.cli import cli
 
 
-def test_reading_commands_work_on_a_fan_out_thread(fan_db: Path) -> None:
+def test_reading_commands_work_on_a_fan_out_thread(fan_db: Target) -> None:
     table = ttcli(fan_db, "history", "-t", "f1")
     assert (table.exit_code, table.stderr) == (0, "")
     rows = [line.split()[1:5] for line in table.stdout.splitlines()[2:]]
@@ -51,7 +52,7 @@ def test_reading_commands_work_on_a_fan_out_thread(fan_db: Path) -> None:
     ],
     ids=["table", "jsonl", "csv", "json", "tree"],
 )
-def test_a_reader_that_stops_early_is_not_an_error(long_db: Path, args: list[str]) -> None:
+def test_a_reader_that_stops_early_is_not_an_error(long_db: Target, args: list[str]) -> None:
     with subprocess.Popen(
         [sys.executable, "-m", "ttcli", "--db", str(long_db), *args],
         stdout=subprocess.PIPE,
@@ -65,7 +66,7 @@ def test_a_reader_that_stops_early_is_not_an_error(long_db: Path, args: list[str
 
 
 @pytest.mark.parametrize("to_thread", ["order:123", "other"], ids=["itself", "another"])
-def test_fork_to_an_existing_thread_is_refused(db: Path, to_thread: str) -> None:
+def test_fork_to_an_existing_thread_is_refused(db: Target, to_thread: str) -> None:
     ttcli(db, "run", ORDER_AGENT, "-t", "other", "--input", json.dumps(ORDER))
     before = dump(db)
     result = ttcli(db, "fork", "latest", "-t", "order:123", "--to-thread", to_thread)
@@ -77,7 +78,7 @@ def test_fork_to_an_existing_thread_is_refused(db: Path, to_thread: str) -> None
     assert dump(db) == before
 
 
-def test_a_copy_is_active_when_it_was_made_and_keeps_the_graph(db: Path) -> None:
+def test_a_copy_is_active_when_it_was_made_and_keeps_the_graph(db: Target) -> None:
     made_after = datetime.now(UTC).isoformat()
     copied = ttcli(db, "fork", "latest", "-t", "order:123", "--to-thread", "copy", "--json")
     assert copied.exit_code == 0
@@ -89,7 +90,7 @@ def test_a_copy_is_active_when_it_was_made_and_keeps_the_graph(db: Path) -> None
     assert data(replayed)["graph"] == ORDER_AGENT
 
 
-def test_resume_refuses_a_thread_that_waits_on_nothing(db: Path) -> None:
+def test_resume_refuses_a_thread_that_waits_on_nothing(db: Target) -> None:
     before = dump(db)
     result = ttcli(db, "resume", "-t", "order:123", "--value", '"yes"')
     assert (result.exit_code, result.stdout) == (2, "")
@@ -99,8 +100,8 @@ def test_resume_refuses_a_thread_that_waits_on_nothing(db: Path) -> None:
     assert dump(db) == before
 
 
-def test_resume_takes_a_value_that_is_not_json_as_text(tmp_path: Path) -> None:
-    db = tmp_path / "review.db"
+def test_resume_takes_a_value_that_is_not_json_as_text(new_db: NewDb) -> None:
+    db = new_db("review.db")
     request = json.dumps({"request": "refund 7", "plan": "", "log": []})
     assert ttcli(db, "run", REVIEW, "-t", "r", "--input", request).exit_code == 4
     resumed = ttcli(db, "resume", "-t", "r", "--value", "yes", "--json")
@@ -118,14 +119,14 @@ def test_resume_takes_a_value_that_is_not_json_as_text(tmp_path: Path) -> None:
     ids=["history", "threads", "threads-bytes"],
 )
 def test_csv_has_one_header_with_or_without_rows(
-    db: Path, args: list[str], none: list[str]
+    db: Target, args: list[str], none: list[str]
 ) -> None:
     full = ttcli(db, *args, "--format", "csv").stdout.splitlines()
     empty = ttcli(db, *args, *none, "--format", "csv")
     assert len(full) > 1 and (empty.exit_code, empty.stdout) == (0, full[0] + "\n")
 
 
-def test_csv_writes_booleans_as_json_does(db: Path) -> None:
+def test_csv_writes_booleans_as_json_does(db: Target) -> None:
     plan = ttcli(db, "prune", "--older-than", "0s", "--format", "csv")
     assert plan.stdout.splitlines()[:2] == ["field,value", "done,false"]
 
@@ -141,21 +142,21 @@ def test_csv_writes_booleans_as_json_does(db: Path) -> None:
     ],
     ids=["history", "threads"],
 )
-def test_an_empty_table_says_so_on_stderr(db: Path, args: list[str], message: str) -> None:
+def test_an_empty_table_says_so_on_stderr(db: Target, args: list[str], message: str) -> None:
     result = ttcli(db, *args)
     assert (result.exit_code, result.stdout, result.stderr) == (0, "", message + "\n")
     scripted = ttcli(db, *args, "--json")
     assert (scripted.stdout, scripted.stderr) == ("[]\n", "")
 
 
-def test_prune_of_a_thread_that_does_not_exist_says_so(db: Path) -> None:
+def test_prune_of_a_thread_that_does_not_exist_says_so(db: Target) -> None:
     result = ttcli(db, "prune", "--older-than", "0s", "--thread", "order:124")
     assert (result.exit_code, result.stdout) == (3, "")
     assert result.stderr == "Error: thread 'order:124' not found: it has no checkpoints\n"
 
 
 def test_a_prune_with_nothing_to_do_asks_for_nothing_and_makes_no_archive(
-    db: Path, tmp_path: Path
+    db: Target, tmp_path: Path
 ) -> None:
     plan = ttcli(db, "prune", "--older-than", "7d")
     assert (plan.exit_code, plan.stderr) == (0, "")
@@ -193,9 +194,9 @@ graph.add_edge("b", END)
 """
 
 
-def test_ctrl_c_during_run_exits_130_and_says_how_to_go_on(tmp_path: Path) -> None:
+def test_ctrl_c_during_run_exits_130_and_says_how_to_go_on(tmp_path: Path, new_db: NewDb) -> None:
     (tmp_path / "slow.py").write_text(SLOW)
-    db, target = tmp_path / "slow.db", f"{tmp_path / 'slow.py'}:graph"
+    db, target = new_db("slow.db"), f"{tmp_path / 'slow.py'}:graph"
     command = [sys.executable, "-m", "ttcli", "--db", str(db), "run", target, "-t", "s"]
     with subprocess.Popen(
         [*command, "--input", '{"log": []}'], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -219,7 +220,7 @@ def test_ctrl_c_during_run_exits_130_and_says_how_to_go_on(tmp_path: Path) -> No
     assert [(t["thread_id"], t["status"]) for t in listed] == [("s", "done")]
 
 
-def test_filter_writes_names_a_node(db: Path, long_db: Path) -> None:
+def test_filter_writes_names_a_node(db: Target, long_db: Target) -> None:
     by_name = data(ttcli(db, "history", "-t", "order:123", "--filter", "writes=plan", "--json"))
     assert [(e["step"], e["writes"]) for e in by_name] == [(2, ["plan"])]
     as_list = ttcli(db, "history", "-t", "order:123", "--filter", 'writes=["plan"]', "--json")
@@ -230,7 +231,7 @@ def test_filter_writes_names_a_node(db: Path, long_db: Path) -> None:
     assert (none.stdout, none.stderr) == ("", "no checkpoints in thread 'order:123' match\n")
 
 
-def test_run_on_a_new_thread_without_input_says_to_give_it(db: Path) -> None:
+def test_run_on_a_new_thread_without_input_says_to_give_it(db: Target) -> None:
     result = ttcli(db, "run", ORDER_AGENT, "-t", "order:124")
     assert (result.exit_code, result.stdout) == (2, "")
     assert result.stderr == "Error: thread 'order:124' is new: give --input JSON\n"
@@ -254,7 +255,7 @@ def test_run_on_a_new_thread_without_input_says_to_give_it(db: Path) -> None:
     ids=["syntax-error", "state-schema"],
 )
 def test_a_target_that_is_not_a_ttcli_graph_says_what_it_is(
-    db: Path, tmp_path: Path, source: str, name: str, message: str
+    db: Target, tmp_path: Path, source: str, name: str, message: str
 ) -> None:
     (tmp_path / "bad.py").write_text(source)
     target = f"{tmp_path / 'bad.py'}:{name}"
@@ -264,7 +265,7 @@ def test_a_target_that_is_not_a_ttcli_graph_says_what_it_is(
     assert result.stderr == f"Error: {expected}\n"
 
 
-def test_a_target_that_needs_langgraph_names_the_extra(db: Path, tmp_path: Path) -> None:
+def test_a_target_that_needs_langgraph_names_the_extra(db: Target, tmp_path: Path) -> None:
     (tmp_path / "lg.py").write_text("import langgraph.not_installed\n")
     target = f"{tmp_path / 'lg.py'}:graph"
     result = ttcli(db, "run", target, "-t", "t", "--input", "{}")
@@ -281,14 +282,14 @@ def test_ttcli_alone_prints_the_help() -> None:
     assert alone.stdout == CliRunner().invoke(cli, ["--help"]).stdout
 
 
-def test_history_and_show_give_writes_one_shape(db: Path) -> None:
+def test_history_and_show_give_writes_one_shape(db: Target) -> None:
     listed = data(ttcli(db, "history", "-t", "order:123", "--json"))[2]
     shown = data(ttcli(db, "show", "latest~2", "-t", "order:123", "--json"))
     assert {k: shown[k] for k in listed} == listed
     assert (shown["writes"], list(shown["returned"])) == (["plan"], ["plan"])
 
 
-def test_show_lists_values_in_the_order_of_the_state(db: Path) -> None:
+def test_show_lists_values_in_the_order_of_the_state(db: Target) -> None:
     table = ttcli(db, "show", "latest~2", "-t", "order:123").stdout.splitlines()
     values = table[table.index("values") + 1 : table.index("tasks       ")]
     assert [line.split(":")[0].strip() for line in values] == [
@@ -298,7 +299,7 @@ def test_show_lists_values_in_the_order_of_the_state(db: Path) -> None:
     assert list(shown["values"]) == ["request", "order_id", "tool", "tool_result", "log"]
 
 
-def test_replay_plan_promises_a_fork_only_when_it_makes_one(db: Path) -> None:
+def test_replay_plan_promises_a_fork_only_when_it_makes_one(db: Target) -> None:
     past = data(ttcli(db, "replay", "latest~2", "-t", "order:123", "--plan", "--json"))
     assert (past["fork"], past["runs"]) == (True, ["call_tool"])
     fix = ["--as-node", "plan", "--set", "tool=refund_order", "--at", "latest~2", "--json"]
@@ -312,7 +313,7 @@ def test_replay_plan_promises_a_fork_only_when_it_makes_one(db: Path) -> None:
     assert "fork" not in [e["source"] for e in history] and done["status"] == "done"
 
 
-def test_diff_exit_code_counts_only_what_it_prints(db: Path) -> None:
+def test_diff_exit_code_counts_only_what_it_prints(db: Target) -> None:
     same = ttcli(db, "diff", "latest", "latest", "-t", "order:123", "--exit-code")
     assert (same.exit_code, same.stdout.splitlines()[2:]) == (0, ["values: no difference"])
     steps = ttcli(db, "diff", "latest~1", "latest", "-t", "order:123", "--exit-code")
@@ -321,6 +322,7 @@ def test_diff_exit_code_counts_only_what_it_prints(db: Path) -> None:
 
 
 def test_a_database_moved_with_its_graph_still_replays(tmp_path: Path) -> None:
+    # SQLite only: a graph file is recorded relative to the database file, which moves with it
     first = tmp_path / "first"
     first.mkdir()
     (first / "agent.py").write_text((ROOT / "fixtures" / "order_agent.py").read_text())
@@ -355,18 +357,18 @@ graph.add_edge(START, "a")
 
 
 @pytest.fixture
-def odd_db(tmp_path: Path) -> Path:
+def odd_db(tmp_path: Path, new_db: NewDb) -> Target:
     """Thread t\\x1b[2J (an escape sequence in its id) whose state holds a control character,
     NaN and the keys 1 and "1"."""
     (tmp_path / "odd.py").write_text(ODD)
-    path = tmp_path / "odd.db"
+    path = new_db("odd.db")
     given = json.dumps({"note": "\x1b]0;owned\x07 \u202eevil"})
     ran = ttcli(path, "run", f"{tmp_path / 'odd.py'}:graph", "-t", "t\x1b[2J", "--input", given)
     assert ran.exit_code == 0, ran.stderr
     return path
 
 
-def test_tables_escape_control_characters(odd_db: Path) -> None:
+def test_tables_escape_control_characters(odd_db: Target) -> None:
     listed = ttcli(odd_db, "threads").stdout.splitlines()
     assert listed[2].startswith("t\\x1b[2J  ")
     shown = ttcli(odd_db, "show", "-t", "t\x1b[2J").stdout
@@ -377,7 +379,7 @@ def test_tables_escape_control_characters(odd_db: Path) -> None:
     assert "\x1b" not in tree
 
 
-def test_show_json_is_valid_and_keeps_every_key(odd_db: Path) -> None:
+def test_show_json_is_valid_and_keeps_every_key(odd_db: Target) -> None:
     shown = ttcli(odd_db, "show", "-t", "t\x1b[2J", "--json")
 
     def refuse(constant: str) -> None:
@@ -387,7 +389,7 @@ def test_show_json_is_valid_and_keeps_every_key(odd_db: Path) -> None:
     assert odd == {"$map": [[1, "int"], ["1", "text"], ["x", {"$float": "NaN"}]]}
 
 
-def test_a_deeply_nested_value_shows(db: Path) -> None:
+def test_a_deeply_nested_value_shows(db: Target) -> None:
     deep: object = 0
     for _ in range(600):
         deep = [deep]
@@ -421,14 +423,16 @@ def test_a_deeply_nested_value_shows(db: Path) -> None:
     ],
     ids=["last-code-point", "huge-duration", "not-utf-8", "lone-surrogate"],
 )
-def test_hostile_arguments_get_one_line(db: Path, args: list[str], code: int, message: str) -> None:
+def test_hostile_arguments_get_one_line(
+    db: Target, args: list[str], code: int, message: str
+) -> None:
     before = dump(db)
     result = ttcli(db, *args)
     assert (result.exit_code, result.stdout, result.stderr) == (code, "", message + "\n")
     assert dump(db) == before
 
 
-def test_short_ids_have_8_characters_and_work_as_refs(long_db: Path) -> None:
+def test_short_ids_have_8_characters_and_work_as_refs(long_db: Target) -> None:
     table = ttcli(long_db, "history", "-t", "long", "--limit", "20").stdout.splitlines()
     full = data(ttcli(long_db, "history", "-t", "long", "--limit", "20", "--json"))
     shown = [(line[:8], line[8:10], line.split()[-1]) for line in table[2:]]
@@ -444,8 +448,8 @@ def test_short_ids_have_8_characters_and_work_as_refs(long_db: Path) -> None:
     assert tree[0].startswith(f"* {full[0]['checkpoint_id'][-8:]}  step ")
 
 
-def test_show_and_run_say_alike_what_a_paused_thread_waits_for(tmp_path: Path) -> None:
-    db = tmp_path / "review.db"
+def test_show_and_run_say_alike_what_a_paused_thread_waits_for(new_db: NewDb) -> None:
+    db = new_db("review.db")
     request = json.dumps({"request": "refund 7", "plan": "", "log": []})
     ran = ttcli(db, "run", REVIEW, "-t", "r", "--input", request, "--json")
     shown = data(ttcli(db, "show", "-t", "r", "--json"))
@@ -468,7 +472,7 @@ def test_show_and_run_say_alike_what_a_paused_thread_waits_for(tmp_path: Path) -
     assert done["waiting"] == [] and data(ttcli(db, "show", "-t", "r", "--json"))["waiting"] == []
 
 
-def test_ctrl_c_in_any_command_exits_130(db: Path, tmp_path: Path) -> None:
+def test_ctrl_c_in_any_command_exits_130(db: Target, tmp_path: Path) -> None:
     (tmp_path / "slow_import.py").write_text("raise KeyboardInterrupt\n")
     result = ttcli(db, "graph", f"{tmp_path / 'slow_import.py'}:graph")
     assert (result.exit_code, result.stdout) == (130, "")

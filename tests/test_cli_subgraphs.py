@@ -9,6 +9,7 @@ import textwrap
 from pathlib import Path
 
 from tests.clitools import data, ttcli
+from tests.conftest import NewDb
 
 SUBGRAPH = textwrap.dedent(
     """
@@ -36,8 +37,8 @@ SUBGRAPH = textwrap.dedent(
 )
 
 
-def test_a_subgraph_thread_on_the_command_line(tmp_path: Path) -> None:
-    db, target = tmp_path / "t.db", tmp_path / "sub.py"
+def test_a_subgraph_thread_on_the_command_line(tmp_path: Path, new_db: NewDb) -> None:
+    db, target = new_db("t.db"), tmp_path / "sub.py"
     target.write_text(SUBGRAPH)
     paused = ttcli(db, "run", f"{target}:graph", "--thread", "s", "--input", '{"log": []}')
     assert paused.exit_code == 4, paused.stderr
@@ -65,8 +66,10 @@ def _ids_out(lines: list[str]) -> list[str]:
     return [re.sub(r"(?<![-:])\b[0-9a-f]{8}\b(?!-)", "<id>", line) for line in lines]
 
 
-def test_tree_and_show_put_a_subgraphs_checkpoints_under_its_task(tmp_path: Path) -> None:
-    db, target = tmp_path / "t.db", tmp_path / "sub.py"
+def test_tree_and_show_put_a_subgraphs_checkpoints_under_its_task(
+    tmp_path: Path, new_db: NewDb
+) -> None:
+    db, target = new_db("t.db"), tmp_path / "sub.py"
     target.write_text(SUBGRAPH)
     ttcli(db, "run", f"{target}:graph", "--thread", "s", "--input", '{"log": []}')
     (namespace,) = [t["checkpoint_ns"] for t in data(ttcli(db, "threads", "--json"))][1:]

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import datetime as dt
 import operator
-from pathlib import Path
+from contextlib import closing
 from types import SimpleNamespace
 from typing import Annotated, Any, TypedDict
 
 import pytest
 
 from tests import graphs
+from tests.conftest import NewDb
 from tests.test_prune import cfg, views
 from ttcli import END, START, StateGraph
 from ttcli.configs import CheckpointRef
@@ -18,7 +19,7 @@ from ttcli.errors import CheckpointNotFoundError
 from ttcli.ops.copy import copy_checkpoint, copy_lineage
 from ttcli.ops.prune import PrunePolicy, execute_prune, plan_prune
 from ttcli.savers.base import BaseSaver
-from ttcli.savers.sqlite import SqliteSaver
+from ttcli.savers.locate import open_saver
 
 API = SimpleNamespace(StateGraph=StateGraph, START=START, END=END)
 
@@ -98,7 +99,7 @@ class Mixed(TypedDict, total=False):
     log: Annotated[list[str], operator.add]
 
 
-def test_a_copied_pruned_thread_reads_like_its_source(db_path: Path) -> None:
+def test_a_copied_pruned_thread_reads_like_its_source(new_db: NewDb) -> None:
     """A value and a record part that held equal items in the copy's first (full) checkpoint
     were once one blob; a later write adopted it as an append and changed that checkpoint."""
     first = [f"item-{j}-" + "p" * 30 for j in range(3)]
@@ -112,7 +113,8 @@ def test_a_copied_pruned_thread_reads_like_its_source(db_path: Path) -> None:
     builder.add_edge("n1", "n2")
     builder.add_edge("n2", "n3")
     builder.add_edge("n3", "n4")
-    with SqliteSaver.from_conn_string(db_path) as saver:
+    db = new_db("ttcli.db")
+    with closing(open_saver(db)) as saver:
         app = builder.compile(checkpointer=saver)
         app.invoke({"log": [f"base-{j}-" + "r" * 30 for j in range(3)]}, cfg("t"))
         policy = PrunePolicy(
@@ -122,7 +124,7 @@ def test_a_copied_pruned_thread_reads_like_its_source(db_path: Path) -> None:
         head = saver.get_tuple(cfg("t"))
         assert head is not None
         copy_lineage(saver, head.config, "c")
-    with SqliteSaver.from_conn_string(db_path) as reader:
+    with closing(open_saver(db)) as reader:
         for saved in reader.list(cfg("t")):
             copied = reader.get(CheckpointRef("c").at(saved.checkpoint["id"]).to_config())
             assert copied is not None
@@ -130,12 +132,11 @@ def test_a_copied_pruned_thread_reads_like_its_source(db_path: Path) -> None:
 
 
 def test_a_copy_another_process_made_under_a_freed_thread_key_reads_as_its_source(
-    db_path: Path,
+    new_db: NewDb,
 ) -> None:
-    from contextlib import closing
-
     builder = graphs.linear(API)
-    with closing(SqliteSaver(db_path)) as mine, closing(SqliteSaver(db_path)) as other:
+    db = new_db("ttcli.db")
+    with closing(open_saver(db)) as mine, closing(open_saver(db)) as other:
         app = builder.compile(checkpointer=mine)
         app.invoke({"x": 1, "log": ["a long first entry " * 3]}, cfg("y"))
         head = mine.get_tuple(cfg("y"))
@@ -147,5 +148,5 @@ def test_a_copy_another_process_made_under_a_freed_thread_key_reads_as_its_sourc
         values = {i: view[0] for i, view in views(app, "y").items()}
         copied = views(app, "z")
         assert {i: view[0] for i, view in copied.items()} == values
-    with SqliteSaver.from_conn_string(db_path) as reader:
+    with closing(open_saver(db)) as reader:
         assert views(builder.compile(checkpointer=reader), "z") == copied

@@ -132,9 +132,11 @@ def _shown(value: Any) -> Any:
     return value
 
 
-def test_the_langgraph_file_is_only_read(langgraph_file: Path, tmp_path: Path) -> None:
+def test_the_langgraph_file_is_only_read(
+    langgraph_file: Path, tmp_path: Path, new_db: NewDb
+) -> None:
     before = langgraph_file.read_bytes()
-    assert ttcli(tmp_path / "ttcli.db", "import", str(langgraph_file)).exit_code == 0
+    assert ttcli(new_db("ttcli.db"), "import", str(langgraph_file)).exit_code == 0
     # same bytes, no journal left beside it
     assert langgraph_file.read_bytes() == before
     assert list(tmp_path.glob("langgraph.sqlite*")) == [langgraph_file]
@@ -180,9 +182,9 @@ def test_import_copies_every_thread_as_langgraph_reads_it(
 
 
 def test_import_keeps_interrupts_sends_and_pending_writes(
-    langgraph_file: Path, tmp_path: Path
+    langgraph_file: Path, new_db: NewDb
 ) -> None:
-    target = tmp_path / "ttcli.db"
+    target = new_db("ttcli.db")
     assert ttcli(target, "import", str(langgraph_file)).exit_code == 0
     paused = data(ttcli(target, "--json", "show", "latest", "--thread", "paused"))
     assert "approve?" in str(paused)
@@ -195,8 +197,8 @@ def test_import_keeps_interrupts_sends_and_pending_writes(
     ] == [1, 4, 9]
 
 
-def test_import_derives_what_each_node_wrote(langgraph_file: Path, tmp_path: Path) -> None:
-    target = tmp_path / "ttcli.db"
+def test_import_derives_what_each_node_wrote(langgraph_file: Path, new_db: NewDb) -> None:
+    target = new_db("ttcli.db")
     assert ttcli(target, "import", str(langgraph_file)).exit_code == 0
 
     def writes(thread: str) -> list[tuple[str, list[str]]]:
@@ -221,8 +223,8 @@ def test_import_derives_what_each_node_wrote(langgraph_file: Path, tmp_path: Pat
     assert [w for _, w in writes("review")] == [["__start__"], [], ["sub"]]
 
 
-def test_a_thread_already_there_is_refused(langgraph_file: Path, tmp_path: Path) -> None:
-    target = tmp_path / "ttcli.db"
+def test_a_thread_already_there_is_refused(langgraph_file: Path, new_db: NewDb) -> None:
+    target = new_db("ttcli.db")
     assert ttcli(target, "import", str(langgraph_file)).exit_code == 0
     again = ttcli(target, "import", str(langgraph_file))
     assert again.exit_code == 2
@@ -254,7 +256,7 @@ def _ext(code: int, payload: Any) -> bytes:
 
 
 def test_a_name_in_the_file_is_never_imported(
-    langgraph_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    langgraph_file: Path, tmp_path: Path, new_db: NewDb, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     touched = tmp_path / "imported"
     (tmp_path / "sentinel_import.py").write_text(f"open({str(touched)!r}, 'w').close()\n")
@@ -267,7 +269,7 @@ def test_a_name_in_the_file_is_never_imported(
     ]
     for number, blob in enumerate(blobs):
         _forge(langgraph_file, f"forged{number}", blob)
-    target = tmp_path / "ttcli.db"
+    target = new_db("ttcli.db")
     assert ttcli(target, "import", str(langgraph_file)).exit_code == 0
     assert not touched.exists()
     shown = data(ttcli(target, "--json", "show", "latest", "--thread", "forged0"))
@@ -277,10 +279,10 @@ def test_a_name_in_the_file_is_never_imported(
 
 @pytest.mark.parametrize("blob", [b"\xc1\xc1", _ext(42, ["x", "y", 1]), _ext(5, "not a tuple")])
 def test_a_corrupt_blob_stops_the_import_without_half_a_thread(
-    langgraph_file: Path, tmp_path: Path, blob: bytes
+    langgraph_file: Path, new_db: NewDb, blob: bytes
 ) -> None:
     _forge(langgraph_file, "zz-broken", blob)
-    target = tmp_path / "ttcli.db"
+    target = new_db("ttcli.db")
     result = ttcli(target, "import", str(langgraph_file))
     assert result.exit_code == 6
     assert result.stderr.count("\n") == 1 and "zz-broken" in result.stderr
@@ -288,12 +290,13 @@ def test_a_corrupt_blob_stops_the_import_without_half_a_thread(
     assert "zz-broken" not in threads and "chat" in threads
 
 
-def test_a_file_that_is_not_a_langgraph_file(tmp_path: Path) -> None:
+def test_a_file_that_is_not_a_langgraph_file(tmp_path: Path, new_db: NewDb) -> None:
     other = tmp_path / "other.sqlite"
     sqlite3.connect(other).execute("CREATE TABLE t (x)").connection.close()
-    result = ttcli(tmp_path / "ttcli.db", "import", str(other))
+    target = new_db("ttcli.db")
+    result = ttcli(target, "import", str(other))
     assert result.exit_code == 6 and "not a LangGraph" in result.stderr
-    missing = ttcli(tmp_path / "ttcli.db", "import", str(tmp_path / "missing.sqlite"))
+    missing = ttcli(target, "import", str(tmp_path / "missing.sqlite"))
     assert missing.exit_code == 3
 
 
@@ -316,7 +319,9 @@ class Rich(TypedDict):
     tags: Any
 
 
-def test_classes_become_inert_data_and_standard_types_are_rebuilt(tmp_path: Path) -> None:
+def test_classes_become_inert_data_and_standard_types_are_rebuilt(
+    tmp_path: Path, new_db: NewDb
+) -> None:
     path = tmp_path / "langgraph.sqlite"
     at = datetime.datetime(2026, 12, 1, 6, 0, tzinfo=datetime.UTC)
     key = uuid.UUID("12345678-1234-5678-1234-567812345678")
@@ -327,7 +332,7 @@ def test_classes_become_inert_data_and_standard_types_are_rebuilt(tmp_path: Path
         graph = builder.compile(checkpointer=saver)
         start: Any = {"customer": Customer(name="Ada"), "at": at, "key": key}
         graph.invoke(start, _cfg("rich"))
-    target = tmp_path / "ttcli.db"
+    target = new_db("ttcli.db")
     assert ttcli(target, "import", str(path)).exit_code == 0
     values = data(ttcli(target, "--json", "show", "latest", "--thread", "rich"))["values"]
     assert values["order"] == {"$type": f"{__name__}.Order", "data": {"number": 7, "note": "broke"}}
@@ -339,14 +344,15 @@ def test_classes_become_inert_data_and_standard_types_are_rebuilt(tmp_path: Path
     assert ttcli(target, "verify").exit_code == 0
 
 
-def test_a_pickled_value_is_not_read(langgraph_file: Path, tmp_path: Path) -> None:
+def test_a_pickled_value_is_not_read(langgraph_file: Path, new_db: NewDb) -> None:
     conn = sqlite3.connect(langgraph_file)
     with conn:
         conn.execute("UPDATE checkpoints SET type = 'pickle' WHERE thread_id = 'fan'")
     conn.close()
-    result = ttcli(tmp_path / "ttcli.db", "import", str(langgraph_file))
+    target = new_db("ttcli.db")
+    result = ttcli(target, "import", str(langgraph_file))
     assert result.exit_code == 6 and "'pickle'" in result.stderr
-    threads = {t["thread_id"] for t in data(ttcli(tmp_path / "ttcli.db", "--json", "threads"))}
+    threads = {t["thread_id"] for t in data(ttcli(target, "--json", "threads"))}
     assert "fan" not in threads and "chat" in threads
 
 
@@ -370,9 +376,9 @@ READING = [
 
 @pytest.mark.parametrize("args", READING, ids=[" ".join(args[:2]) for args in READING])
 def test_the_reading_commands_read_a_langgraph_file_as_imported(
-    langgraph_file: Path, tmp_path: Path, args: list[str]
+    langgraph_file: Path, tmp_path: Path, new_db: NewDb, args: list[str]
 ) -> None:
-    imported = tmp_path / "ttcli.db"
+    imported = new_db("ttcli.db")
     assert ttcli(imported, "import", str(langgraph_file)).exit_code == 0
     before = langgraph_file.read_bytes()
 
@@ -437,10 +443,10 @@ def test_reading_a_forged_langgraph_file_imports_nothing(
     assert other.exit_code == 0
 
 
-def test_a_file_of_many_threads_imports_smaller_and_verifies(tmp_path: Path) -> None:
+def test_a_file_of_many_threads_imports_smaller_and_verifies(tmp_path: Path, new_db: NewDb) -> None:
     from fixtures.langgraph_threads import write  # the README's 500 threads, fewer here
 
-    source, target = tmp_path / "langgraph.sqlite", tmp_path / "ttcli.db"
+    source, target = tmp_path / "langgraph.sqlite", new_db("ttcli.db")
     write(source, 40)
 
     found = data(ttcli(target, "--json", "import", str(source)))

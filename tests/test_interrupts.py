@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+from contextlib import closing
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
-import ttcli
 from tests import graphs
+from tests.conftest import NewDb
 from ttcli import END, START, Command, Send, StateGraph, interrupt
 from ttcli.errors import ConfigError, EmptyInputError, InvalidUpdateError
 from ttcli.savers.base import BaseSaver
+from ttcli.savers.locate import open_saver
 
 API = SimpleNamespace(
     StateGraph=StateGraph, START=START, END=END, interrupt=interrupt, Command=Command, Send=Send
@@ -35,15 +37,15 @@ def test_update_state_with_a_resume_answers_the_interrupt(saver: BaseSaver) -> N
     assert app.invoke(None, cfg())["log"] == ["plan", "review:approved", "act"]
 
 
-def test_the_interrupt_survives_a_restart_of_the_process(tmp_path: Any) -> None:
-    path = tmp_path / "review.db"
-    with ttcli.SqliteSaver.from_conn_string(path) as saver:
+def test_the_interrupt_survives_a_restart_of_the_process(new_db: NewDb) -> None:
+    db = new_db("review.db")
+    with closing(open_saver(db)) as saver:
         paused = (
             graphs.review(API).compile(checkpointer=saver).invoke({"plan": "", "log": []}, cfg())
         )
     (asked,) = paused["__interrupt__"]
     assert asked.value == {"question": "approve?", "plan": "refund order 123"}
-    with ttcli.SqliteSaver.from_conn_string(path) as saver:
+    with closing(open_saver(db)) as saver:
         app = graphs.review(API).compile(checkpointer=saver)
         assert app.get_state(cfg()).interrupts == (asked,)
         assert app.invoke(Command(resume={asked.id: "ok"}), cfg())["log"][-2:] == [

@@ -21,7 +21,8 @@ from typing import Any
 import pytest
 
 from tests import graphs
-from tests.clitools import data, ttcli
+from tests.clitools import Target, data, ttcli
+from tests.conftest import NewDb
 from ttcli import END, START, Command, Send, StateGraph, interrupt
 from ttcli.errors import AnswerConflictError, ConfigError
 from ttcli.savers.base import BaseSaver
@@ -83,7 +84,7 @@ def cfg(thread: str = "t") -> dict[str, Any]:
     return {"configurable": {"thread_id": thread}}
 
 
-def cli_process(db: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
+def cli_process(db: Target, *args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
     """`ttcli` in a process of its own (its own id clock, as another host's would be)."""
     return subprocess.Popen(
         [sys.executable, "-m", "ttcli", "--db", str(db), *args],
@@ -105,10 +106,10 @@ def finish(process: subprocess.Popen[str]) -> tuple[int, str]:
 
 
 def test_a_write_from_a_clock_an_hour_ahead_does_not_hide_later_checkpoints(
-    tmp_path: Path,
+    tmp_path: Path, new_db: NewDb
 ) -> None:
     (tmp_path / "counter.py").write_text(COUNTER)
-    db = tmp_path / "t.db"
+    db = new_db("t.db")
     assert ttcli(db, "run", f"{tmp_path}/counter.py:builder", "--thread", "t", "--input",
                  '{"n": 0}').exit_code == 0  # fmt: skip
     # one update from a process whose clock runs an hour ahead
@@ -188,9 +189,8 @@ def test_a_different_second_answer_to_one_interrupt_is_refused(saver: BaseSaver)
     assert app.invoke(None, cfg())["log"] == ["plan", "review:approved", "act"]
 
 
-def _paused_review(tmp_path: Path) -> tuple[Path, dict[str, str]]:
+def _paused_review(tmp_path: Path, db: Target) -> tuple[Target, dict[str, str]]:
     (tmp_path / "review.py").write_text(REVIEW)
-    db = tmp_path / "r.db"
     env = {"ACTED": str(tmp_path / "acted.log")}
     paused = cli_process(db, "run", f"{tmp_path}/review.py:builder", "--thread", "r",
                          "--input", '{"answer": ""}', env=env)  # fmt: skip
@@ -199,8 +199,8 @@ def _paused_review(tmp_path: Path) -> tuple[Path, dict[str, str]]:
     return db, env
 
 
-def test_two_resumes_racing_with_different_answers_store_one(tmp_path: Path) -> None:
-    db, env = _paused_review(tmp_path)
+def test_two_resumes_racing_with_different_answers_store_one(tmp_path: Path, new_db: NewDb) -> None:
+    db, env = _paused_review(tmp_path, new_db("r.db"))
     go = tmp_path / "go"
     racers = [
         cli_process(
@@ -224,9 +224,9 @@ def test_two_resumes_racing_with_different_answers_store_one(tmp_path: Path) -> 
 
 
 def test_after_a_kill_during_a_resume_only_the_stored_answer_goes_on(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, new_db: NewDb, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    db, env = _paused_review(tmp_path)
+    db, env = _paused_review(tmp_path, new_db("r.db"))
     monkeypatch.setenv("ACTED", env["ACTED"])  # for the runs in this process
     started = tmp_path / "started"
     wait = {**env, "GO": str(tmp_path / "never"), "STARTED": str(started)}

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from tests.clitools import data, ttcli
+from tests.conftest import NewDb
 
 APP = textwrap.dedent(
     """
@@ -55,8 +56,8 @@ def _said(record: dict[str, Any]) -> list[str]:
     return [m["content"] for m in record["values"]["messages"]]
 
 
-def test_run_pauses_and_resume_finishes_on_langgraph(app: str, tmp_path: Path) -> None:
-    db = tmp_path / "app.db"
+def test_run_pauses_and_resume_finishes_on_langgraph(app: str, new_db: NewDb) -> None:
+    db = new_db("app.db")
     paused = ttcli(db, "run", app, "--thread", "t1", "--input", INPUT, "--json")
     done = ttcli(db, "resume", "--thread", "t1", "--value", '"yes"', "--json")
 
@@ -71,8 +72,8 @@ def test_run_pauses_and_resume_finishes_on_langgraph(app: str, tmp_path: Path) -
     ]  # fmt: skip
 
 
-def test_update_replay_and_fork_go_on_with_a_langgraph_thread(app: str, tmp_path: Path) -> None:
-    db = tmp_path / "app.db"
+def test_update_replay_and_fork_go_on_with_a_langgraph_thread(app: str, new_db: NewDb) -> None:
+    db = new_db("app.db")
     ttcli(db, "run", app, "--thread", "t1", "--input", INPUT)
     ttcli(db, "resume", "--thread", "t1", "--value", '"yes"')
 
@@ -97,8 +98,8 @@ def test_update_replay_and_fork_go_on_with_a_langgraph_thread(app: str, tmp_path
     assert ttcli(db, "verify").exit_code == 0
 
 
-def test_a_compiled_langgraph_graph_keeps_its_breakpoints(app: str, tmp_path: Path) -> None:
-    db = tmp_path / "app.db"
+def test_a_compiled_langgraph_graph_keeps_its_breakpoints(app: str, new_db: NewDb) -> None:
+    db = new_db("app.db")
     target = app.replace(":graph", ":paused_before_review")
 
     paused = ttcli(db, "run", target, "--thread", "t1", "--input", INPUT, "--json")
@@ -113,6 +114,7 @@ def test_a_langgraph_target_without_langgraph_installed_names_the_extra(tmp_path
     # what importing a LangGraph app raises where the extra is not installed
     app.write_text("raise ModuleNotFoundError(\"No module named 'langgraph'\", name='langgraph')\n")
 
+    # SQLite only: what it checks is that no database file is made
     result = ttcli(tmp_path / "app.db", "run", f"{app}:graph", "--thread", "t1", "--input", "{}")
 
     assert result.exit_code == 2

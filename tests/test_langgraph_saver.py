@@ -10,7 +10,6 @@ import json
 import uuid
 from dataclasses import dataclass
 from decimal import Decimal
-from pathlib import Path
 from typing import Any, NamedTuple, TypedDict
 
 import pytest
@@ -30,6 +29,7 @@ from langgraph.types import Command, Interrupt, Send
 from pydantic import BaseModel
 
 from tests.clitools import ttcli
+from tests.conftest import NewDb
 from tests.pg import new_dsn
 from ttcli.langgraph import TtcliSaver
 
@@ -113,8 +113,8 @@ def _metadata(step: int = 0) -> Any:
 
 
 @pytest.fixture
-def saver(tmp_path: Path) -> Any:
-    with TtcliSaver(tmp_path / "app.db", serde=SERDE) as opened:
+def saver(new_db: NewDb) -> Any:
+    with TtcliSaver(new_db("app.db"), serde=SERDE) as opened:
         yield opened
 
 
@@ -135,9 +135,9 @@ def test_values_come_back_as_langgraph_serializer_gives_them(saver: TtcliSaver, 
         assert repr(got) == repr(expected)
 
 
-def test_a_class_outside_the_allowlist_is_not_rebuilt(tmp_path: Path) -> None:
+def test_a_class_outside_the_allowlist_is_not_rebuilt(new_db: NewDb) -> None:
     strict = JsonPlusSerializer(allowed_msgpack_modules=None)
-    with TtcliSaver(tmp_path / "strict.db", serde=strict) as saver:
+    with TtcliSaver(new_db("strict.db"), serde=strict) as saver:
         checkpoint = _checkpoint({"order": Order("7", [])})
         stored = saver.put(_config("t"), checkpoint, _metadata(), {"order": 1})
         found = saver.get_tuple(stored)

@@ -15,6 +15,7 @@ from langgraph.checkpoint.postgres import PostgresSaver as LangGraphPostgresSave
 
 from tests.clitools import ORDER, ORDER_AGENT, ttcli, write_lock_held
 from tests.pg import new_dsn, server_dsn
+from ttcli.errors import SchemaVersionError
 from ttcli.savers.postgres import PostgresSaver
 
 DOWN = "postgresql://postgres@127.0.0.1:1/test"  # nothing listens on port 1
@@ -135,6 +136,13 @@ def test_a_version_5_database_is_read_as_it_is_and_upgraded_when_written() -> No
         pass
     with psycopg.connect(dsn) as conn:
         assert conn.execute("SELECT version FROM ttcli_meta").fetchone() == (6,)
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("UPDATE ttcli_meta SET version = 4")  # older than any ttcli wrote
+    with (
+        pytest.raises(SchemaVersionError, match="claims ttcli schema version 4"),
+        PostgresSaver.from_conn_string(dsn),
+    ):
+        pass
 
 
 def test_writers_of_other_threads_do_not_wait_for_a_thread_s_writer() -> None:

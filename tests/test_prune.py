@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from contextlib import closing
 from datetime import UTC, datetime
 from pathlib import Path
 from types import SimpleNamespace
@@ -10,10 +11,12 @@ from typing import Any, TypedDict
 import pytest
 
 from tests import graphs
+from tests.conftest import NewDb
 from tests.test_properties import random_graph
 from ttcli import END, START, StateGraph
 from ttcli.ops.prune import PrunePolicy, execute_prune, plan_prune
 from ttcli.savers.base import BaseSaver
+from ttcli.savers.locate import open_saver
 from ttcli.savers.sqlite import SqliteSaver
 
 API = SimpleNamespace(StateGraph=StateGraph, START=START, END=END)
@@ -224,11 +227,11 @@ def test_pruning_frees_the_values_only_deleted_checkpoints_used(db_path: Path) -
         assert saver.integrity_problems() == []
 
 
-def test_pruning_the_parent_of_an_update_keeps_the_list_it_extends(db_path: Path) -> None:
+def test_pruning_the_parent_of_an_update_keeps_the_list_it_extends(new_db: NewDb) -> None:
     # found by tests/test_properties.py: the update's list is an append onto an older blob
     # that only the pruned parent pointed at directly; garbage collection stopped its walk
     # of what stays too early and deleted that older blob
-    with SqliteSaver.from_conn_string(db_path) as saver:
+    with closing(open_saver(new_db("ttcli.db"))) as saver:
         app = random_graph([2, 2]).compile(checkpointer=saver)
         for _ in range(2):
             app.invoke({"x": 0, "log": []}, cfg("t"))

@@ -6,14 +6,13 @@ from __future__ import annotations
 import builtins
 import json
 from collections.abc import Iterator
-from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
 from tests import graphs
-from tests.clitools import ttcli
+from tests.clitools import Target, ttcli
 from ttcli import END, START, StateGraph
 from ttcli.configs import CheckpointRef, RunnableConfig
 from ttcli.ops.refs import resolve
@@ -70,7 +69,7 @@ def test_a_prefix_is_an_id_range(counted: Counting) -> None:
     assert [c for c in counted.calls if c[0] == "get_tuple"] == [("get_tuple", None)]
 
 
-def test_prefixes_and_n_back_on_a_long_thread(long_db: Path) -> None:
+def test_prefixes_and_n_back_on_a_long_thread(long_db: Target) -> None:
     listed = ttcli(long_db, "history", "-t", "long", "--limit", "1200", "--json")
     full = [e["checkpoint_id"] for e in json.loads(listed.stdout)]
     for ref, expected in [("latest~1000", full[1000]), (full[1100][:18], full[1100])]:

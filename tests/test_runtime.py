@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import threading
+from contextlib import closing
 from dataclasses import dataclass, field
-from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
@@ -12,9 +12,11 @@ import pytest
 
 import ttcli
 from tests import graphs
+from tests.conftest import NewDb
 from ttcli import END, START, InMemorySaver, MessagesState, StateGraph
 from ttcli.errors import CheckpointNotFoundError, ConfigError, InvalidUpdateError
 from ttcli.savers.base import BaseSaver
+from ttcli.savers.locate import open_saver
 
 API = SimpleNamespace(StateGraph=StateGraph, START=START, END=END)
 
@@ -252,13 +254,12 @@ def test_a_superstep_whose_tasks_all_finished_before_is_not_run_again(saver: Bas
 
 
 def test_a_task_whose_checkpoint_cannot_be_stored_keeps_its_writes(
-    db_path: Path, monkeypatch: pytest.MonkeyPatch
+    new_db: NewDb, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from ttcli.errors import StorageError
-    from ttcli.savers.sqlite import SqliteSaver
 
     calls: list[str] = []
-    with SqliteSaver.from_conn_string(db_path) as saver:
+    with closing(open_saver(new_db("ttcli.db"))) as saver:
         app = graphs.linear(API, calls).compile(checkpointer=saver)
         put = saver.put
         stored = 0

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from ttcli.errors import CheckpointNotFoundError, InvalidFilterError
+from ttcli.errors import CheckpointNotFoundError, InvalidFilterError, SerializationError
 from ttcli.savers.base import BaseSaver, Checkpoint
 from ttcli.uuid6 import new_id as checkpoint_id
 
@@ -382,3 +382,16 @@ def test_prune_keeps_the_latest_or_deletes_the_threads(saver: BaseSaver) -> None
     assert listed(saver, config("c")) == []
     with pytest.raises(ValueError, match="unknown prune strategy"):
         saver.prune(["a"], strategy="oldest")
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf")], ids=["nan", "inf"])
+def test_metadata_that_is_not_json_is_refused_and_nothing_stored(
+    saver: BaseSaver, bad: float
+) -> None:
+    """Filters read metadata as JSON: a NaN stored there would break every filtered list."""
+    checkpoint = make_checkpoint(-1, n=1)
+    metadata = {"source": "input", "step": -1, "parents": {}, "score": bad}
+    with pytest.raises(SerializationError, match="cannot store checkpoint metadata"):
+        saver.put(config("t"), checkpoint, metadata, checkpoint["channel_versions"])
+    assert saver.get_tuple(config("t")) is None
+    assert listed(saver, None, filter={"score": 1}) == []

@@ -10,6 +10,7 @@ import sys
 import textwrap
 import time
 import uuid
+from contextlib import closing
 from datetime import timedelta
 from pathlib import Path
 
@@ -17,10 +18,12 @@ import pytest
 
 from tests import graphs
 from tests.clitools import ROOT, data, dump, ttcli
+from tests.conftest import NewDb
 from tests.test_invariants import API, COUNTER
 from tests.test_saver_contract import config, make_checkpoint, put_one
 from ttcli.errors import ConfigError, SerializationError
 from ttcli.savers.base import BaseSaver
+from ttcli.savers.locate import open_saver
 from ttcli.savers.sqlite import SqliteSaver
 from ttcli.uuid6 import id_time, lowest_id_at
 
@@ -80,13 +83,13 @@ TWO_STEPS = textwrap.dedent(
 
 
 def test_a_run_whose_thread_a_prune_emptied_before_it_reported_ends_in_one_line(
-    tmp_path: Path,
+    tmp_path: Path, new_db: NewDb
 ) -> None:
     """`prune --keep-last 0` deletes every checkpoint of a thread, which may be just after
     a run (or `resume`) committed its last one and before it prints where it ended: the run
     says so in one line (exit 3), never "a bug in ttcli" (exit 1, KeyError)."""
     (tmp_path / "two.py").write_text(TWO_STEPS)
-    db = tmp_path / "live.db"
+    db = new_db("live.db")
     read_end, write_end = os.pipe()
     capacity = fcntl.fcntl(write_end, F_SETPIPE_SZ, 4096)
     line_a = len('{"a": {"n": 1}}\n')  # what --stream prints for node a
@@ -100,7 +103,8 @@ def test_a_run_whose_thread_a_prune_emptied_before_it_reported_ends_in_one_line(
     try:
         # the run commits node a's checkpoint, then blocks printing that it paused
         for _ in range(600):
-            if db.exists() and data(ttcli(db, "threads", "--json")):
+            listed = ttcli(db, "threads", "--json")  # exit 3 until the run has made the tables
+            if listed.exit_code == 0 and data(listed):
                 break
             time.sleep(0.05)
         assert ttcli(db, "prune", "--older-than", "0s", "--keep-last", "0", "--yes").exit_code == 0
@@ -136,12 +140,12 @@ def test_a_thread_whose_latest_id_is_another_kind_of_uuid_goes_on(
 
 @pytest.mark.parametrize("last", ["\ud7ff", "\U0010ffff"], ids=["before-surrogates", "largest"])
 def test_a_thread_prefix_ending_in_an_edge_character_lists_and_prunes(
-    tmp_path: Path, last: str
+    tmp_path: Path, new_db: NewDb, last: str
 ) -> None:
     """`--prefix` is matched as a range of thread ids: its upper end must exist for every
     prefix (not a lone surrogate or a character past U+10FFFF: exit 1, "a bug in ttcli")."""
     (tmp_path / "tiny.py").write_text(COUNTER)
-    db = tmp_path / "t.db"
+    db = new_db("t.db")
     names = [f"q{last}1", f"q{last}{last}", "q", "r"]
     for name in names:
         assert ttcli(db, "run", f"{tmp_path}/tiny.py:builder", "-t", name, "--input",
@@ -155,13 +159,13 @@ def test_a_thread_prefix_ending_in_an_edge_character_lists_and_prunes(
 
 
 def test_fork_to_thread_while_a_prune_archives_the_source_copies_writes_as_stored(
-    tmp_path: Path,
+    tmp_path: Path, new_db: NewDb
 ) -> None:
     """`ttcli fork --to-thread` reads a lineage, then copies it row by row; a prune that
     archives the source meanwhile must not leave copies without the pending writes their
     source had (they were read as "no writes" from rows already gone)."""
-    db, archive = tmp_path / "live.db", tmp_path / "archive.db"
-    with SqliteSaver.from_conn_string(db) as saver, saver.batch():
+    db, archive = new_db("live.db"), tmp_path / "archive.db"
+    with closing(open_saver(db)) as saver, saver.batch():
         parent = None
         for step in range(1500):
             parent = put_one(saver, parent, step - 1)
@@ -172,7 +176,7 @@ def test_fork_to_thread_while_a_prune_archives_the_source_copies_writes_as_store
         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     try:
-        with SqliteSaver.from_conn_string(db, readonly=True) as reader:
+        with closing(open_saver(db, readonly=True)) as reader:
             for _ in range(2000):  # until the copy has begun
                 if list(reader.list_threads("copy")) or fork.poll() is not None:
                     break
@@ -183,7 +187,7 @@ def test_fork_to_thread_while_a_prune_archives_the_source_copies_writes_as_store
     finally:
         _out, err = fork.communicate(timeout=120)
     assert fork.returncode == 0, err
-    with SqliteSaver.from_conn_string(db) as live, SqliteSaver.from_conn_string(archive) as kept:
+    with closing(open_saver(db)) as live, SqliteSaver.from_conn_string(archive) as kept:
         copied = live.checkpoint_ids(config("copy"))
         assert copied[0] == live.checkpoint_ids(config("t"))[0]  # the head was copied
         for checkpoint_id in copied:
@@ -225,12 +229,14 @@ def test_a_checkpoint_time_outside_the_calendar_in_utc_is_refused_not_stored_unr
     ],
     ids=["run", "history", "show", "threads", "prune-thread", "prune-prefix"],
 )
-def test_a_thread_id_that_is_not_utf8_is_a_usage_error(tmp_path: Path, args: list[str]) -> None:
+def test_a_thread_id_that_is_not_utf8_is_a_usage_error(
+    tmp_path: Path, new_db: NewDb, args: list[str]
+) -> None:
     """A thread id from a shell in another encoding (`-t $'\\xff'` reaches Python as a lone
     surrogate) cannot be stored as SQLite text: one line, exit 2, the file unchanged (it was
     exit 1, "unexpected UnicodeEncodeError ... a bug in ttcli")."""
     (tmp_path / "tiny.py").write_text(COUNTER)
-    db = tmp_path / "t.db"
+    db = new_db("t.db")
     assert ttcli(db, "run", f"{tmp_path}/tiny.py:builder", "-t", "ok", "--input",
                  '{"n": 0}').exit_code == 0  # fmt: skip
     before = dump(db)

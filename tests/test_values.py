@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
+from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypedDict
@@ -13,7 +14,8 @@ from typing import Any, TypedDict
 import pytest
 
 from tests.clitools import REVIEW, ROOT, data, ttcli
-from tests.conftest import SAVERS
+from tests.conftest import SAVERS, NewDb
+from tests.pg import new_dsn
 from tests.test_saver_contract import config, make_checkpoint
 from ttcli import (
     START,
@@ -30,10 +32,12 @@ from ttcli.errors import SerializationError
 from ttcli.graph import messages
 from ttcli.runtime import commands
 from ttcli.savers.base import BaseSaver
+from ttcli.savers.locate import open_saver
+from ttcli.savers.postgres import PostgresSaver
 
 
-def test_a_fresh_process_shows_what_a_paused_thread_waits_for(tmp_path: Path) -> None:
-    db = tmp_path / "review.db"
+def test_a_fresh_process_shows_what_a_paused_thread_waits_for(new_db: NewDb) -> None:
+    db = new_db("review.db")
     request = json.dumps({"request": "refund 7", "plan": "", "log": []})
     asked = data(ttcli(db, "run", REVIEW, "-t", "r", "--input", request, "--json"))
     interrupt = asked["waiting"][0]["interrupts"][0]
@@ -73,17 +77,20 @@ LOOP = {"source": "loop", "step": 0}
 
 @pytest.fixture(params=SAVERS, ids=SAVERS)
 def new_saver(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[SaverFactory]:
-    opened: list[SqliteSaver] = []
+    opened: list[SqliteSaver | PostgresSaver] = []
 
     def make(serde: Serializer) -> BaseSaver:
         if request.param == "memory":
             return InMemorySaver(serde=serde)
-        opened.append(SqliteSaver(tmp_path / f"{len(opened)}.db", serde=serde))
+        if request.param == "postgres":
+            opened.append(PostgresSaver(new_dsn(), serde=serde))
+        else:
+            opened.append(SqliteSaver(tmp_path / f"{len(opened)}.db", serde=serde))
         return opened[-1]
 
     yield make
-    for sqlite_saver in opened:
-        sqlite_saver.close()
+    for made in opened:
+        made.close()
 
 
 def test_each_saver_decodes_with_its_own_serializer(new_saver: SaverFactory) -> None:
@@ -114,15 +121,16 @@ class Shipping(TypedDict):
     box: Box
 
 
-def test_a_graph_registers_its_schema_types_on_its_own_saver_only(db_path: Path) -> None:
+def test_a_graph_registers_its_schema_types_on_its_own_saver_only(new_db: NewDb) -> None:
     builder = StateGraph(Shipping)
     builder.add_node("pack", lambda state: {"box": Box(state["box"].size + 1)})
     builder.add_edge(START, "pack")
     cfg: dict[str, Any] = {"configurable": {"thread_id": "t"}}
-    with SqliteSaver.from_conn_string(db_path) as running:
+    db = new_db("ttcli.db")
+    with closing(open_saver(db)) as running:
         builder.compile(checkpointer=running).invoke({"box": Box(1)}, cfg)
         assert builder.compile(checkpointer=running).get_state(cfg).values == {"box": Box(2)}
-        with SqliteSaver.from_conn_string(db_path) as reading:  # the same file
+        with closing(open_saver(db)) as reading:  # the same database
             latest = reading.get_tuple(cfg)
     assert latest is not None
     assert latest.checkpoint["channel_values"]["box"] == {
@@ -204,9 +212,11 @@ graph.add_edge(START, "bump")
 """
 
 
-def test_the_command_line_rebuilds_the_state_schema_types_it_runs_on(tmp_path: Path) -> None:
+def test_the_command_line_rebuilds_the_state_schema_types_it_runs_on(
+    tmp_path: Path, new_db: NewDb
+) -> None:
     (tmp_path / "counter.py").write_text(COUNTER)
-    target, db = f"{tmp_path / 'counter.py'}:graph", tmp_path / "ttcli.db"
+    target, db = f"{tmp_path / 'counter.py'}:graph", new_db("ttcli.db")
     for expected in (1, 2, 3):
         ran = ttcli(db, "run", target, "-t", "c", "--input", '{"note": "again"}', "--json")
         assert ran.exit_code == 0, ran.stderr

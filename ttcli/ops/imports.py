@@ -137,13 +137,14 @@ def _postgres_source(dsn: str) -> Source:
         import psycopg
 
         from ttcli.ops.langgraph_postgres import LangGraphPostgres, is_langgraph_postgres
+        from ttcli.savers.postgres.connection import display_name
         from ttcli.savers.postgres.errors import storage_error
     except ImportError:
         return TtcliSource(open_saver(dsn, readonly=True), None)  # names the extra to install
     try:
         conn = psycopg.connect(dsn, autocommit=True, connect_timeout=10)
     except psycopg.Error as exc:
-        raise storage_error(exc, dsn.split("?")[0]) from None
+        raise storage_error(exc, display_name(dsn), connecting=True) from None
     if is_langgraph_postgres(conn):
         return LangGraphSource(LangGraphPostgres(conn, dsn))
     conn.close()
@@ -165,7 +166,9 @@ def import_threads(source: str, saver: BaseSaver, thread_id: str | None = None) 
     opened = open_source(source)
     try:
         if isinstance(opened, TtcliSource) and opened.saver.stores_in(saver):
-            raise ConfigError(f"{source} is the database being imported into: nothing to do")
+            raise ConfigError(
+                f"{opened.saver.path} is the database being imported into: nothing to do"
+            )
         thread_ids = [t for t in opened.thread_ids() if thread_id in (None, t)]
         present = [t for t in thread_ids if _has_thread(saver, t)]
         if present:

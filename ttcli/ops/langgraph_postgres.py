@@ -50,7 +50,7 @@ def is_langgraph_postgres(conn: psycopg.Connection[Any]) -> bool:
 
 
 class LangGraphPostgres:
-    """A LangGraph PostgresSaver database, read in REPEATABLE READ snapshots."""
+    """A LangGraph PostgresSaver database, each thread read in one REPEATABLE READ snapshot."""
 
     def __init__(self, conn: psycopg.Connection[Any], dsn: str) -> None:
         self.conn, self.path = conn, display_name(dsn)
@@ -74,8 +74,9 @@ class LangGraphPostgres:
 
     def thread(self, thread_id: str) -> Iterator[Stored]:
         """Every checkpoint of a thread, each namespace's oldest first (parents first)."""
-        try:
+        try:  # one snapshot: a LangGraph still writing cannot mix two states of the thread
             with self.conn.transaction():
+                self.conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
                 rows = self.conn.execute(_CHECKPOINTS, (thread_id,)).fetchall()
                 stored = [self._stored(thread_id, *row) for row in rows]
         except psycopg.Error as exc:

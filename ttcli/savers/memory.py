@@ -28,6 +28,7 @@ from ttcli.savers.base import (
 )
 from ttcli.savers.rules import (
     check_child_id,
+    check_metadata,
     checkpoint_time,
     merged_answers,
     metadata_matches,
@@ -130,6 +131,7 @@ class InMemorySaver(BaseSaver):
         ref = self.ref(config)
         check_child_id(checkpoint["id"], ref.checkpoint_id)
         checkpoint_time(checkpoint["ts"])
+        check_metadata(metadata)
         stored = _Stored(
             self.serde.dumps(checkpoint, path="checkpoint"),
             self.serde.dumps(dict(metadata), path="metadata"),

@@ -182,7 +182,12 @@ def metadata_columns(metadata: Mapping[str, Any]) -> tuple[str, int, str | None,
     if "writes" not in metadata:
         extra["writes"] = None
     try:
-        other = json.dumps(extra, ensure_ascii=False, separators=(",", ":")) if extra else None
+        # NaN and infinities are not JSON: no database's JSON functions would read them back
+        other = (
+            json.dumps(extra, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+            if extra
+            else None
+        )
     except (TypeError, ValueError) as exc:
         raise SerializationError(
             f"cannot store checkpoint metadata: {exc}; use JSON values"

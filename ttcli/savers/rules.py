@@ -3,6 +3,7 @@ keep (see the contract's docstring in base.py), and copying one checkpoint betwe
 
 from __future__ import annotations
 
+import json
 import re
 import uuid
 from collections.abc import Mapping
@@ -155,3 +156,14 @@ def _with_writes(
             return None
         saved = fresh
     return saved, written
+
+
+def check_metadata(metadata: Mapping[str, Any]) -> None:
+    """Metadata is JSON in the SQL databases, where a NaN or an infinity would break every
+    filtered list: refused on every saver, as SerializationError."""
+    try:
+        json.dumps(metadata, allow_nan=False, default=repr)
+    except ValueError as exc:
+        raise SerializationError(
+            f"cannot store checkpoint metadata: {exc}; use JSON values"
+        ) from None

@@ -26,11 +26,15 @@ from psycopg_pool import ConnectionPool
 from ttcli.errors import StorageError, TtcliError
 from ttcli.savers.postgres.errors import storage_error
 from ttcli.savers.postgres.migrations import OBJECTS, open_schema
-from ttcli.savers.sql.transactions import DEFAULT_BUSY_TIMEOUT, Transactions
+from ttcli.savers.sql.db import scalar
+from ttcli.savers.sql.transactions import DEFAULT_BUSY_TIMEOUT, Transactions, call
 
 #: seconds to wait for the server to answer when connecting
 CONNECT_TIMEOUT = 10
 
+#: how many transactions deleted rows: cached checkpoints are dropped when it moves
+_DELETIONS = "SELECT deletions FROM ttcli_meta"
+_DELETED = "UPDATE ttcli_meta SET deletions = deletions + 1 RETURNING deletions"
 #: the lock of a thread's writers (all its namespaces), until the transaction ends; keyed by
 #: ttcli's tables too (their oid), since advisory locks are the whole database's and another
 #: schema of it may hold ttcli's tables as well (an archive)
@@ -75,7 +79,10 @@ class PgDb:
 
     def execute(self, sql: str, parameters: Any = None, /) -> ClientCursor[Any]:
         cursor = self._cursor()
-        cursor.execute(psycopg_sql(sql), _params(parameters))
+        if parameters is None:  # sent as it is: no parameter to rewrite, no % to double
+            cursor.execute(sql.encode())
+        else:
+            cursor.execute(psycopg_sql(sql), _params(parameters))
         return cursor
 
     def executemany(self, sql: str, parameters: Iterable[Any], /) -> ClientCursor[Any]:
@@ -105,6 +112,8 @@ class PgConnection(Transactions[PgDb]):
         self.conn = PgDb()
         #: the threads whose lock this write transaction holds
         self._claimed: set[str] = set()
+        #: ttcli_meta.deletions when this connection last looked
+        self._deletions = -1
         lock_timeout = f"{max(1, int(busy_timeout * 1000))}ms"
         options = {"autocommit": True, "connect_timeout": CONNECT_TIMEOUT}
         try:  # one direct connection first: its error says what is wrong (password, host...)
@@ -113,7 +122,7 @@ class PgConnection(Transactions[PgDb]):
                 open_schema(first, self.path, readonly=readonly)
                 self.identity = first.execute(_IDENTITY).fetchone()
         except psycopg.Error as exc:
-            raise storage_error(exc, self.path) from None
+            raise storage_error(exc, self.path, connecting=True) from None
 
         def configure(conn: psycopg.Connection[Any]) -> None:
             conn.execute(f"SET lock_timeout = '{lock_timeout}'")
@@ -124,6 +133,8 @@ class PgConnection(Transactions[PgDb]):
             max_size=2,
             kwargs=options,
             configure=configure,
+            # a connection the server closed (a restart, a failover) is replaced, not used
+            check=ConnectionPool.check_connection,
             open=False,
             timeout=busy_timeout,
             name="ttcli",
@@ -157,10 +168,13 @@ class PgConnection(Transactions[PgDb]):
         if self.conn.conn is not None:
             raise StorageError("a transaction began inside another (a bug in ttcli)")
         self.conn.conn = self.pool.getconn()
+        # writes read committed rows once they hold a thread's lock, whatever the database's
+        # default isolation; a read is one snapshot, from its first statement on
         if writing:
-            self.conn.conn.execute("BEGIN")
+            self.conn.conn.execute("BEGIN ISOLATION LEVEL READ COMMITTED")
         else:
             self.conn.conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            self._look(scalar(self.conn, _DELETIONS))
 
     def _end(self, *, commit: bool) -> None:
         conn, self.conn.conn = self.conn.conn, None
@@ -168,10 +182,21 @@ class PgConnection(Transactions[PgDb]):
             return
         try:
             status = conn.info.transaction_status
+            if conn.closed or status == TransactionStatus.UNKNOWN:
+                return  # the server is gone, and the transaction with it
+            if status == TransactionStatus.INERROR and commit and self.writing:
+                conn.execute("ROLLBACK")
+                raise StorageError(
+                    f"a statement of a transaction on {self.path} failed: nothing of it was stored"
+                )
             if status == TransactionStatus.INTRANS and commit:
                 conn.execute("COMMIT")
             elif status != TransactionStatus.IDLE:
                 conn.execute("ROLLBACK")
+        except psycopg.Error as exc:
+            if commit:
+                raise
+            del exc  # already failing: the first error is the one to report
         finally:
             self.pool.putconn(conn)
 
@@ -180,9 +205,11 @@ class PgConnection(Transactions[PgDb]):
         return conn is not None and conn.info.transaction_status == TransactionStatus.INTRANS
 
     def notice_others(self) -> None:
-        # keys are never handed out twice, and committed rows and values never change: what
-        # the parts cached stays true. Only a thread's latest id (and, if another deleted it,
-        # its key) may have moved since the last transaction: asked again in each one.
+        # keys are never handed out twice, so values cached by key stay true; a thread's
+        # latest id (and, if another deleted the thread, its key) may have moved since the
+        # last transaction: asked again in each one. Checkpoints cached by id are dropped when
+        # another deleted rows (an id deleted may be stored again, with other values): see
+        # `_look`, once a write holds its thread's lock, at the start of a read's snapshot.
         self.forget_rows()
         self._claimed.clear()
 
@@ -190,6 +217,17 @@ class PgConnection(Transactions[PgDb]):
         if self.writing and thread_id not in self._claimed:
             self.conn.execute(_CLAIM, (thread_id,))
             self._claimed.add(thread_id)
+            self._look(scalar(self.conn, _DELETIONS))
+
+    def deleting(self) -> None:
+        # the row lock this takes orders deleting transactions (short: a page of a prune)
+        self._look(scalar(self.conn, _DELETED), own=True)
+
+    def _look(self, deletions: int, *, own: bool = False) -> None:
+        """Drop cached checkpoints if another connection deleted rows since the last look."""
+        if deletions != self._deletions + (1 if own else 0):
+            call(self.on_other_writer)
+        self._deletions = deletions
 
     def error(self, exc: BaseException) -> TtcliError | None:
         return storage_error(exc, self.path) if isinstance(exc, psycopg.Error) else None

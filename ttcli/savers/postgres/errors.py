@@ -28,6 +28,8 @@ _CONNECTING = [
     ("no route to host", "down"),
     ("the database system is", "down"),  # starting up, shutting down
     ("server closed the connection", "down"),
+    ("the connection is closed", "down"),
+    ("connection is lost", "down"),
     ("terminating connection", "down"),
 ]
 
@@ -39,9 +41,9 @@ def _detail(exc: psycopg.Error) -> str:
     return text.removeprefix("FATAL:").strip()
 
 
-def storage_error(exc: psycopg.Error, where: str) -> TtcliError:
+def storage_error(exc: psycopg.Error, where: str, *, connecting: bool = False) -> TtcliError:
     """The ttcli error for a psycopg failure: busy or down (exit 5), missing (3), a bad DSN
-    (2), refused or other (6)."""
+    (2, `connecting` only), refused, damaged or other (6)."""
     message = _detail(exc)
     if isinstance(exc, errors.LockNotAvailable | errors.QueryCanceled | errors.DeadlockDetected):
         return DatabaseBusyError(f"{where} is busy: another process holds its lock; retry later")
@@ -54,9 +56,14 @@ def storage_error(exc: psycopg.Error, where: str) -> TtcliError:
         return StorageError(f"{where} is read-only (a standby?): point --db at the primary")
     if isinstance(exc, psycopg.DataError) and "NUL" in message:
         return ConfigError(f"{where}: PostgreSQL text cannot hold NUL characters ({message})")
+    if isinstance(exc, errors.UndefinedColumn | errors.UndefinedTable | errors.UndefinedFunction):
+        return StorageError(
+            f"{where} is not a ttcli database (or a damaged one, or a PostgreSQL older than "
+            f"12): {message}"
+        )
     if isinstance(exc, psycopg.OperationalError | psycopg.ProgrammingError):
         kind = next((k for text, k in _CONNECTING if text in str(exc).lower()), None)
-        if kind == "dsn" or (kind is None and isinstance(exc, psycopg.ProgrammingError)):
+        if kind == "dsn" or (connecting and isinstance(exc, psycopg.ProgrammingError)):
             return ConfigError(
                 f"not a usable PostgreSQL DSN ({message}): give postgresql://USER@HOST:PORT/DB"
             )

@@ -10,6 +10,7 @@ import psycopg
 from ttcli.errors import NotFoundError, SchemaVersionError, StorageError
 
 SCHEMA_VERSION = 6
+FIRST_VERSION = 5  # the first version ttcli wrote on PostgreSQL; none older exists
 
 #: the tables and views schema-postgres.sql creates, by kind
 OBJECTS = {
@@ -76,10 +77,13 @@ def open_schema(conn: psycopg.Connection[Any], where: str, *, readonly: bool) ->
                     raise _foreign(where)
                 conn.execute(schema_sql().encode())
     version = _scalar(conn, "SELECT version FROM ttcli_meta")
-    if version > SCHEMA_VERSION:
+    if not FIRST_VERSION <= version <= SCHEMA_VERSION:
         raise SchemaVersionError(
             f"{where} uses ttcli schema version {version}, newer than this ttcli understands "
             f"({SCHEMA_VERSION}): upgrade ttcli to read it"
+            if version > SCHEMA_VERSION
+            else f"{where} claims ttcli schema version {version}, which no ttcli wrote on "
+            "PostgreSQL: it is damaged, or not ttcli's"
         )
     if version < SCHEMA_VERSION and not readonly:
         # version 6 stores map deltas (blobs whose value is a map, see schema.sql): no SQL

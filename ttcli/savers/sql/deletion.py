@@ -41,6 +41,8 @@ class Deletion(OnParts):
             if thread_key is None:
                 return
             doomed = self.rows.present(conn, thread_key, wanted)
+            if doomed or collect:
+                self.connection.deleting()
             if doomed:
                 self._delete_rows(conn, thread_key, doomed)
             if collect:
@@ -52,6 +54,7 @@ class Deletion(OnParts):
     def delete_thread(self, thread_id: str) -> None:
         with self.connection.write() as conn:
             self.connection.claim(thread_id)
+            self.connection.deleting()
             keys = [
                 key
                 for (key,) in conn.execute(

@@ -91,6 +91,10 @@ class Transactions(ABC, Generic[DbT]):
         the transaction reads or writes the thread's rows. (Nothing to do where every write
         transaction holds the whole database's lock.)"""
 
+    def deleting(self) -> None:
+        """The write transaction deletes rows: tell the other connections, whose caches may
+        hold what goes (nothing to do where they notice every write anyway)."""
+
     @abstractmethod
     def error(self, exc: BaseException) -> TtcliError | None:
         """The ttcli error a driver failure means, as one actionable line; None for an
@@ -216,7 +220,9 @@ class Transactions(ABC, Generic[DbT]):
         return self.conn
 
     def _batch_failed(self, exc: BaseException, *, writing: bool) -> NoReturn:
-        self.facts.failed = self.facts.failed or writing
+        # a failed read fails the batch too where the database ended its transaction for it
+        # (PostgreSQL aborts a transaction at any error): what follows could not be stored
+        self.facts.failed = self.facts.failed or writing or not self.in_transaction()
         if (mapped := self.error(exc)) is None:
             raise exc
         raise mapped from None
