@@ -187,16 +187,10 @@ def in_either(db: Target, archive: Path) -> tuple[dict[Any, Any], dict[Any, Any]
         return everything(live), everything(kept)
 
 
-# SQLite only for now: commit_late's first try uses busy_timeout=0, and a PostgresSaver opened
-# with busy_timeout=0 cannot begin any transaction, even on an idle database ("couldn't get a
-# connection after 0.00 sec": the timeout is also the connection pool's); `--busy-timeout 0`
-# fails every command on PostgreSQL the same way. Both tests pass there with 0.01.
-
-
 def test_a_checkpoint_committed_late_with_an_old_id_is_never_lost(
-    db_path: Path, tmp_path: Path
+    new_db: NewDb, tmp_path: Path
 ) -> None:
-    two_threads = run_two_threads(db_path)
+    two_threads = run_two_threads(new_db("ttcli.db"))
     parent, late = late_checkpoint(two_threads, "a")
     bound = boundary()
     archive = tmp_path / "archive.db"
@@ -216,8 +210,8 @@ def test_a_checkpoint_committed_late_with_an_old_id_is_never_lost(
     assert [w[2:] for w in found[4]] == [("n", 7)]
 
 
-def test_later_archive_prunes_finish_after_a_late_commit(db_path: Path, tmp_path: Path) -> None:
-    two_threads = run_two_threads(db_path)
+def test_later_archive_prunes_finish_after_a_late_commit(new_db: NewDb, tmp_path: Path) -> None:
+    two_threads = run_two_threads(new_db("ttcli.db"))
     parent, late = late_checkpoint(two_threads, "a")
     archive = tmp_path / "archive.db"
     prune = ["prune", "--older-than", "0s", "--archive", str(archive), "--yes"]

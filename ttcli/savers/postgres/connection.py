@@ -136,7 +136,9 @@ class PgConnection(Transactions[PgDb]):
             # a connection the server closed (a restart, a failover) is replaced, not used
             check=ConnectionPool.check_connection,
             open=False,
-            timeout=busy_timeout,
+            # how long to wait for one of the pool's connections: this saver uses one at a
+            # time (busy_timeout is for the other writers' locks, and may be 0)
+            timeout=CONNECT_TIMEOUT,
             name="ttcli",
         )
         try:
