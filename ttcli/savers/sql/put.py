@@ -187,7 +187,7 @@ class Writer(OnParts):
         self, ref: CheckpointRef, writes: Sequence[tuple[str, Any]], task_id: str, path: str
     ) -> None:
         replace = all(channel in WRITES_IDX_MAP for channel, _ in writes)
-        with self.connection.write() as conn:
+        with self.connection.write(keep_held=True) as conn:
             thread_key = self.rows.thread_key(conn, ref)
             checkpoint_id = id_bytes(ref.checkpoint_id or "")
             if (
@@ -196,7 +196,7 @@ class Writer(OnParts):
                 or not self.rows.exists(conn, thread_key, checkpoint_id)
             ):
                 raise CheckpointNotFoundError(str(ref.checkpoint_id), ref.thread_id)
-            table, has_row = self.pending.table(conn, thread_key, checkpoint_id)
+            table, has_row = self._table(conn, thread_key, checkpoint_id)
             # the latest checkpoint has no next row holding writes moved into it
             latest = self.rows.latest(conn, thread_key) == checkpoint_id
             merged = (
@@ -218,6 +218,20 @@ class Writer(OnParts):
             self.pending.store(
                 conn, thread_key, checkpoint_id, table, latest=latest, replaces=has_row
             )
+
+    def _table(self, conn: Db, thread_key: int, checkpoint_id: bytes) -> tuple[Pending, bool]:
+        """The checkpoint's `writes` row, and whether it has one: the writes held in this
+        batch when they are its own (a superstep's tasks add to them one after another, so
+        they are not written and read back for each), else from the table."""
+        held = self.pending.take_held()
+        if held is not None and (held.thread_key, held.checkpoint_id) == (
+            thread_key,
+            checkpoint_id,
+        ):
+            return held.tasks, held.replaces
+        self.pending.held = held
+        self.pending.flush(conn)
+        return self.pending.table(conn, thread_key, checkpoint_id)
 
     def _writes_writer(
         self, conn: Db, thread_key: int, checkpoint_id: bytes
