@@ -65,10 +65,24 @@ def display_name(dsn: str) -> str:
     return f"postgresql://{user}{host}{port}/{parts.get('dbname') or ''}"
 
 
+#: `list`'s condition on a thread (`statements.list_query`), by its id through the join...
+THREAD_BY_ID = "t.thread_id = :thread_id\n  AND t.checkpoint_ns = :checkpoint_ns"
+#: ...and as PostgreSQL runs it: by the thread's key, looked up first. Through the join the
+#: planner cannot tell that one thread_key is left, so it reads and sorts every checkpoint of
+#: the thread to return the newest 20 (70 ms at 200,000 checkpoints, growing with the
+#: thread); with the key known, it reads them newest first off the primary key and stops.
+THREAD_BY_KEY = (
+    "c.thread_key = (SELECT k.thread_key FROM threads AS k"
+    " WHERE k.thread_id = :thread_id AND k.checkpoint_ns = :checkpoint_ns)"
+)
+
+
 @functools.lru_cache(maxsize=512)
 def psycopg_sql(sql: str) -> str:
     """Shared SQL with psycopg's parameters: `:name` is `%(name)s`, `?` is `%s` (a `::`
-    cast is left alone, and a literal `%` is doubled)."""
+    cast is left alone, and a literal `%` is doubled); a thread's checkpoints selected by
+    the thread's key (see THREAD_BY_KEY)."""
+    sql = sql.replace(THREAD_BY_ID, THREAD_BY_KEY)
     sql = sql.replace("%", "%%")
     sql = re.sub(r"(?<![:\w]):([A-Za-z_]\w*)", r"%(\1)s", sql)
     return sql.replace("?", "%s")
