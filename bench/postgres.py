@@ -152,8 +152,16 @@ def langgraph_saver(dsn: str) -> Iterator[Any]:
         yield saver
 
 
+@contextmanager
+def memory_saver(dsn: str) -> Iterator[Any]:
+    """ttcli's InMemorySaver: the same writers with no database, the machine's floor."""
+    from ttcli.savers.memory import InMemorySaver
+
+    yield InMemorySaver()
+
+
 def loop_app(side: str, saver: Any, steps: int) -> Any:
-    if side == "ttcli":
+    if side in ("ttcli", "memory"):
         import ttcli
 
         return counter(ttcli, steps).compile(checkpointer=saver)
@@ -162,7 +170,11 @@ def loop_app(side: str, saver: Any, steps: int) -> Any:
     return counter(graph, steps).compile(checkpointer=saver)
 
 
-SAVERS: dict[str, Callable[[str], Any]] = {"ttcli": ttcli_saver, "langgraph": langgraph_saver}
+SAVERS: dict[str, Callable[[str], Any]] = {
+    "ttcli": ttcli_saver,
+    "langgraph": langgraph_saver,
+    "memory": memory_saver,
+}
 
 
 def per_step(dsns: dict[str, str], steps: int, attempts: int = 3) -> dict[str, float]:
@@ -573,6 +585,7 @@ def run(args: argparse.Namespace, server: Server, workdir: Path) -> list[Row]:
     dsn = server.create("writers")
     alone = writers("ttcli", dsn, "a", args)
     lg = writers("langgraph", server.create("writers_langgraph"), "a", args)
+    floor = writers("memory", "", "a", args)
     each = args.writer_steps + 2  # the input checkpoint, the loop's first and one a step
     problems = all_kept(dsn, None, "a", each, args.writers * args.writer_runs)
     say(f"writers + prune --archive: {label}")
@@ -591,6 +604,12 @@ def run(args: argparse.Namespace, server: Server, workdir: Path) -> list[Row]:
             f"{alone['p50'] * 1e3:.1f} / {alone['p99'] * 1e3:.1f}",
             f"{lg['p50'] * 1e3:.1f} / {lg['p99'] * 1e3:.1f}",
             f"{alone['p99'] / lg['p99']:.2f} (p99)", "",
+        ),
+        (
+            "writers, floor: the same 8 on ttcli's InMemorySaver (no database): supersteps "
+            "per second, p50 / p99 (ms)",
+            f"{floor['rate']:,.0f}; {floor['p50'] * 1e3:.1f} / {floor['p99'] * 1e3:.1f}", "",
+            "what 8 processes on this machine's cores get with no I/O", "",
         ),
     ]  # fmt: skip
     for name, found in (("prune --archive", archived), ("prune", plain)):
