@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 TEST ?= tests
 
-.PHONY: install dev test demo bench bench-tricks lint typecheck check clean
+.PHONY: install dev test demo bench bench-tricks bench-postgres lint typecheck check clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -45,6 +45,10 @@ bench: $(VENV)/.installed-dev
 # what each compaction trick of the format pays (bench/analysis.md)
 bench-tricks: $(VENV)/.installed-dev
 	$(BIN)/python -m bench.tricks
+
+# ttcli's PostgresSaver against LangGraph's on the server of TTCLI_BENCH_PG (sizes: ARGS='--help')
+bench-postgres: $(VENV)/.installed-dev
+	$(BIN)/python -m bench.postgres $(ARGS)
 
 clean:
 	rm -rf $(VENV) *.egg-info .pytest_cache
