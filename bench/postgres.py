@@ -52,6 +52,7 @@ from psycopg.conninfo import conninfo_to_dict
 from tabulate import tabulate
 
 from bench.chat import REPLY_BYTES, USER_BYTES, texts
+from bench.scale import counter_checkpoint
 
 DSN = os.environ.get("TTCLI_BENCH_PG", "postgresql://postgres@127.0.0.1:5432/test")
 ROOT = Path(__file__).parent.parent
@@ -250,7 +251,6 @@ def build_scale(dsn: str, checkpoints: int, threads: int, batch: int = 1000) -> 
     an `update`. Returns the id of the big thread's checkpoint in the middle."""
     from ttcli import PostgresSaver
     from ttcli.configs import CheckpointRef
-    from ttcli.uuid6 import id_time, new_id
 
     middle = ""
     jobs = [("t:big", checkpoints)] + [(f"t:{n:05d}", 2) for n in range(threads)]
@@ -261,15 +261,9 @@ def build_scale(dsn: str, checkpoints: int, threads: int, batch: int = 1000) -> 
         for thread_id, count in jobs:
             ref, parent = CheckpointRef(thread_id), None
             for step in range(count):
-                checkpoint_id = new_id(step)
-                checkpoint = {
-                    "v": 1, "id": checkpoint_id, "ts": id_time(checkpoint_id).isoformat(),
-                    "channel_values": {"n": step}, "channel_versions": {"n": step + 1},
-                    "versions_seen": {"count": {"n": step}}, "updated_channels": ["n"],
-                }  # fmt: skip
-                source = "update" if step % 100 == 99 else "loop"
-                metadata = {"source": source, "step": step, "parents": {}, "writes": None}
-                saver.put(ref.at(parent).to_config(), checkpoint, metadata, {"n": step + 1})
+                checkpoint, metadata = counter_checkpoint(step)
+                checkpoint_id = checkpoint["id"]
+                saver.put(ref.at(parent).to_config(), checkpoint, metadata, {"n": step + 1})  # type: ignore[arg-type]
                 parent = checkpoint_id
                 if thread_id == "t:big" and step == count // 2:
                     middle = checkpoint_id

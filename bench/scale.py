@@ -14,6 +14,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from click.testing import CliRunner
 
@@ -22,25 +23,33 @@ SIZES = ((1_000, 10), (BIG, 10_000))  # (checkpoints of the big thread, threads)
 REPEAT = 5
 
 
+def counter_checkpoint(step: int) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The scale run's checkpoint of a counter at `step`, and its metadata (every 100th an
+    `update`, for the filtered history)."""
+    from ttcli.uuid6 import id_time, new_id
+
+    checkpoint_id = new_id(step)
+    checkpoint = {
+        "v": 1, "id": checkpoint_id, "ts": id_time(checkpoint_id).isoformat(),
+        "channel_values": {"n": step}, "channel_versions": {"n": step + 1},
+        "versions_seen": {"count": {"n": step}}, "updated_channels": ["n"],
+    }  # fmt: skip
+    source = "update" if step % 100 == 99 else "loop"
+    return checkpoint, {"source": source, "step": step, "parents": {}, "writes": None}
+
+
 def build(path: Path, checkpoints: int, threads: int) -> str:
     """Returns the id of the checkpoint in the middle of the big thread."""
     from ttcli.configs import CheckpointRef
     from ttcli.savers.sqlite import SqliteSaver
-    from ttcli.uuid6 import id_time, new_id
 
     middle = ""
     with SqliteSaver.from_conn_string(path) as saver:
         for number in range(threads):
             ref, parent = CheckpointRef(f"t:{number:05d}"), None
             for step in range(checkpoints if number == 0 else 2):
-                checkpoint_id = new_id(step)
-                checkpoint = {
-                    "v": 1, "id": checkpoint_id, "ts": id_time(checkpoint_id).isoformat(),
-                    "channel_values": {"n": step}, "channel_versions": {"n": step + 1},
-                    "versions_seen": {"count": {"n": step}}, "updated_channels": ["n"],
-                }  # fmt: skip
-                source = "update" if step % 100 == 99 else "loop"
-                metadata = {"source": source, "step": step, "parents": {}, "writes": None}
+                checkpoint, metadata = counter_checkpoint(step)
+                checkpoint_id = checkpoint["id"]
                 saver.put(ref.at(parent).to_config(), checkpoint, metadata, {"n": step + 1})  # type: ignore[arg-type]
                 parent = checkpoint_id
                 if number == 0 and step == checkpoints // 2:
