@@ -12,8 +12,9 @@ from urllib.parse import urlsplit, urlunsplit
 import psycopg
 import pytest
 from langgraph.checkpoint.postgres import PostgresSaver as LangGraphPostgresSaver
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
-from tests.clitools import ORDER, ORDER_AGENT, ttcli, write_lock_held
+from tests.clitools import ORDER, ORDER_AGENT, data, ttcli, write_lock_held
 from tests.pg import new_dsn, server_dsn
 from ttcli.errors import SchemaVersionError
 from ttcli.savers.postgres import PostgresSaver
@@ -158,3 +159,14 @@ def test_writers_of_other_threads_do_not_wait_for_a_thread_s_writer() -> None:
     assert (free.exit_code, free.stderr) == (0, "")
     assert busy.exit_code == 5 and "is busy" in busy.stderr
     assert (read.exit_code, read.stderr) == (0, "")
+
+
+def test_libpq_key_value_dsns_work_and_never_show_their_password() -> None:
+    parts = conninfo_to_dict(new_dsn())
+    dsn = make_conninfo("", **parts)  # host=... port=... dbname=... options=...
+    result = ttcli(dsn, "run", ORDER_AGENT, "-t", "kv", "--input", json.dumps(ORDER))
+    assert result.exit_code == 0, result.stderr
+    assert data(ttcli(dsn, "threads", "--json"))[0]["thread_id"] == "kv"
+    secret = make_conninfo("", **{**parts, "port": "1", "password": "S3CRET"})
+    down = ttcli(secret, "threads")
+    assert down.exit_code == 5 and "S3CRET" not in down.stderr

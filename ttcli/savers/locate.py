@@ -1,8 +1,10 @@
-"""Which backend a database target names: a `postgresql://` (or `postgres://`) DSN is a
-PostgreSQL database, anything else a SQLite file path."""
+"""Which backend a database target names: a `postgresql://` (or `postgres://`) DSN, or
+libpq's `key=value` form (`host=db dbname=agents user=app`), is a PostgreSQL database;
+anything else a SQLite file path."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from ttcli.errors import ConfigError
@@ -10,10 +12,14 @@ from ttcli.savers.sql.saver import SqlSaver
 from ttcli.savers.sql.transactions import DEFAULT_BUSY_TIMEOUT
 
 _SCHEMES = ("postgresql://", "postgres://")
+#: libpq's key=value connection string, as `psql` takes it
+_KEY_VALUE = re.compile(r"^\s*(host|hostaddr|port|dbname|user|password|service)\s*=")
 
 
 def is_dsn(target: str | Path) -> bool:
-    return isinstance(target, str) and target.lower().startswith(_SCHEMES)
+    return isinstance(target, str) and (
+        target.lower().startswith(_SCHEMES) or _KEY_VALUE.match(target) is not None
+    )
 
 
 def open_saver(
