@@ -17,11 +17,10 @@ from ttcli.savers.blobs import (
     RECORD_ENTRY_MIN,
     BlobStore,
     ChannelInfo,
-    array_header,
     body,
     entry_refs,
 )
-from ttcli.savers.serde import Ref
+from ttcli.savers.serde import Ref, array_header
 
 
 class BlobWriter:

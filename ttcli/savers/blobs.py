@@ -425,12 +425,4 @@ def _joined_lists(parts: list[bytes]) -> bytes | None:
         else:
             return None
         bodies.append(body)
-    return array_header(count) + b"".join(bodies)
-
-
-def array_header(count: int) -> bytes:
-    if count < 16:
-        return bytes([0x90 | count])
-    if count < 0x10000:
-        return b"\xdc" + count.to_bytes(2, "big")
-    return b"\xdd" + count.to_bytes(4, "big")
+    return serde.array_header(count) + b"".join(bodies)

@@ -39,7 +39,7 @@ class DictInfo:
 
     def data(self) -> bytes:
         """The whole map, encoded as `serde.dumps` encodes it."""
-        return map_header(len(self.keys)) + b"".join(
+        return serde.map_header(len(self.keys)) + b"".join(
             map(operator.add, self.key_data, self.value_data)
         )
 
@@ -93,10 +93,10 @@ def delta(base: DictInfo, keys: list[str], values: list[bytes]) -> tuple[bytes, 
     data = b"".join(
         [
             b"\x82\x00",
-            map_header(len(changed)),
+            serde.map_header(len(changed)),
             *(key_data[i] + values[i] for i in changed),
             b"\x01",
-            _array_header(len(deleted)),
+            serde.array_header(len(deleted)),
             *map(packer.pack, deleted),
         ]
     )
@@ -130,19 +130,3 @@ def apply(value: Any, change: Any, blob_key: int) -> None:
 
 
 _MISSING = object()
-
-
-def map_header(count: int) -> bytes:
-    if count < 16:
-        return bytes([0x80 | count])
-    if count < 0x10000:
-        return b"\xde" + count.to_bytes(2, "big")
-    return b"\xdf" + count.to_bytes(4, "big")
-
-
-def _array_header(count: int) -> bytes:
-    if count < 16:
-        return bytes([0x90 | count])
-    if count < 0x10000:
-        return b"\xdc" + count.to_bytes(2, "big")
-    return b"\xdd" + count.to_bytes(4, "big")

@@ -195,6 +195,24 @@ def packer() -> msgpack.Packer:
     return msgpack.Packer(default=_default, strict_types=True, use_bin_type=True)
 
 
+def map_header(count: int) -> bytes:
+    """msgpack's header of a map of `count` entries (the entries follow, encoded)."""
+    return _header(count, 0x80, b"\xde", b"\xdf")
+
+
+def array_header(count: int) -> bytes:
+    """msgpack's header of an array of `count` items (the items follow, encoded)."""
+    return _header(count, 0x90, b"\xdc", b"\xdd")
+
+
+def _header(count: int, fix: int, wide16: bytes, wide32: bytes) -> bytes:
+    if count < 16:
+        return bytes([fix | count])
+    if count < 0x10000:
+        return wide16 + count.to_bytes(2, "big")
+    return wide32 + count.to_bytes(4, "big")
+
+
 def _packed_uint(value: int) -> bytes:
     """A non-negative int as msgpack packs it (the smallest form)."""
     if value < 0x80:
