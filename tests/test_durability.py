@@ -8,6 +8,7 @@ import asyncio
 import random
 import subprocess
 import sys
+import threading
 from collections.abc import Callable
 from contextlib import closing
 from pathlib import Path
@@ -163,8 +164,10 @@ class FailingSaver(InMemorySaver):
 def test_a_failed_save_is_raised_in_the_run(durability: str) -> None:
     saver = FailingSaver("n", 5)
     app = graphs.counter_loop(TTCLI, until=30).compile(checkpointer=saver)
+    threads = set(threading.enumerate())
     with pytest.raises(OSError, match="disk full"):
         app.invoke({"n": 0, "trail": []}, cfg(), durability=durability)
+    assert set(threading.enumerate()) == threads  # none left running
     # the history ends where the save failed (step 5), as durability="sync" ends it
     assert [row["values"].get("n") for row in history_of(app)] == [4, 3, 2, 1, 0, None]
     saver.value = None

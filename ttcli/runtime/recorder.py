@@ -78,7 +78,7 @@ class Recorder:
         if self.at_exit:  # held until the run ends
             self.held += [(at, task_writes) for task_writes in writes]
             return
-        self._save(partial(_store, self.saver, at.to_config(), writes, None))
+        self._save(self.saver, partial(_store, self.saver, at.to_config(), writes, None))
 
     def put(
         self,
@@ -99,7 +99,7 @@ class Recorder:
         if self.committer is not None:  # the run goes on changing the versions of its own
             checkpoint = bookkeeping_copy(checkpoint)
         stored = (checkpoint, metadata, changed)
-        self._save(partial(_store, self.saver, parent.to_config(), deferred, stored))
+        self._save(self.saver, partial(_store, self.saver, parent.to_config(), deferred, stored))
         self.stored_versions = dict(checkpoint["channel_versions"])
 
     def finish(self, *, keep: bool = True) -> None:
@@ -122,11 +122,14 @@ class Recorder:
         if self.committer is not None and self.committer is not self.inherited:
             self.committer.close()
 
-    def _save(self, save: Callable[[], None]) -> None:
-        if self.committer is None:
-            save()
-        else:
+    def _save(self, saver: BaseSaver, save: Callable[[], None]) -> None:
+        """Run `save` in a transaction of its own now, or hand it to the committer (which
+        runs it in the transaction of its group)."""
+        if self.committer is not None:
             self.committer.hand_off(save)
+            return
+        with saver.batch():
+            save()
 
 
 def _store(
@@ -135,9 +138,9 @@ def _store(
     writes: list[TaskWrites],
     checkpoint: tuple[Checkpoint, dict[str, Any], dict[str, Any]] | None,
 ) -> None:
-    """Tasks' writes, then the checkpoint they lead to (if any), in one transaction."""
-    with saver.batch():
-        for task_id, task_path, values in writes:
-            saver.put_writes(config, values, task_id, task_path)
-        if checkpoint is not None:
-            saver.put(config, *checkpoint)
+    """Tasks' writes, then the checkpoint they lead to (if any): one save, all or nothing
+    in the transaction it runs in."""
+    for task_id, task_path, values in writes:
+        saver.put_writes(config, values, task_id, task_path)
+    if checkpoint is not None:
+        saver.put(config, *checkpoint)
