@@ -78,6 +78,7 @@ class Writer(OnParts):
             )
             conn.execute(sql.COUNT, {"thread_key": thread_key, "change": 1})
             self.rows.stored(thread_key, checkpoint_id)
+            self.pending.inserted(thread_key, checkpoint_id)
             self.states.keep(thread_key, checkpoint_id, state)
 
     def _held_for(

@@ -37,6 +37,9 @@ class BatchFacts:
 
     threads: dict[tuple[str, str], int] = field(default_factory=dict)
     latest: dict[int, bytes | None] = field(default_factory=dict)
+    #: (thread key, checkpoint id) of checkpoints this connection inserted that have no
+    #: `writes` row yet: their pending writes need not be read (a superstep's next task writes)
+    rowless: set[tuple[int, bytes]] = field(default_factory=set)
     #: a write in the batch raised: none of the batch may be stored, even if it was caught
     failed: bool = False
 
@@ -237,6 +240,7 @@ class Transactions(ABC, Generic[DbT]):
         back: an archive copy inserts stored rows as they are)."""
         self.facts.threads.clear()
         self.facts.latest.clear()
+        self.facts.rowless.clear()
 
 
 def call(hooks: list[Hook]) -> None:
