@@ -43,7 +43,7 @@ class PendingWrites:
     def __init__(self, connection: Transactions[Db], names: Names) -> None:
         self.connection, self.names = connection, names
         self.held: Held | None = None
-        connection.flush = self.flush
+        connection.on_flush.append(self.flush)
         connection.on_batch_end.append(self._drop_held)
 
     def _drop_held(self) -> None:

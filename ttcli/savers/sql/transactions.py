@@ -58,8 +58,8 @@ class Transactions(ABC, Generic[DbT]):
         self.depth = 0
         self.facts = BatchFacts()
         #: called with the connection before any other statement of a batch runs, and at its
-        #: end: writes what a part held back for the batch (pending writes)
-        self.flush: Callable[[Any], None] = lambda conn: None
+        #: end: write what the parts held back for the batch (pending writes, counts)
+        self.on_flush: list[Callable[[Any], None]] = []
         #: caches to drop after a rollback; caches to drop when another connection changed
         #: the database; what to reset when a batch ends
         self.on_rollback: list[Hook] = []
@@ -115,6 +115,10 @@ class Transactions(ABC, Generic[DbT]):
     @property
     def in_batch(self) -> bool:
         return self.depth > 0
+
+    def flush(self, conn: Any) -> None:
+        for hook in self.on_flush:
+            hook(conn)
 
     @contextmanager
     def batch(self) -> Iterator[None]:
