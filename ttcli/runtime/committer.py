@@ -9,8 +9,9 @@ run's subgraphs hand their saves to the run's committer, so the order holds acro
 What the run reads from the saver waits for what it handed off (`flush`): a subgraph loading
 its checkpoint, `get_state` or `update_state` called by a node. At most `PENDING_LIMIT` saves
 wait at once (the run waits for room) besides the group being committed: a crash loses at
-most twice that tail of the history, and never leaves a checkpoint without its parent. A save that fails is raised in the run, at its
-next hand-off or at its end; nothing handed off after it is stored.
+most twice that tail of the history, and never leaves a checkpoint without its parent. A
+save that fails is raised in the run, at its next hand-off or at its end; nothing handed off
+after it is stored.
 """
 
 from __future__ import annotations
