@@ -107,7 +107,30 @@ def asynchronous(api: Any, durability: str) -> Any:
     return asyncio.run(main())
 
 
-SCENARIOS = [loops, fails_and_recovers, pauses_and_resumes, subgraphs, stopped_early, asynchronous]
+def parallel_subgraphs(api: Any, durability: str) -> Any:
+    """Two parallel tasks each run a subgraph of 8 steps: their saves interleave."""
+    inner = graphs.counter_loop(api, until=8).compile()
+
+    def side(name: str) -> Any:
+        return lambda state: {"log": [f"{name}:{inner.invoke({'n': 0, 'trail': []})['n']}"]}
+
+    builder = api.StateGraph(graphs.LogState)
+    for name in ("left", "right"):
+        builder.add_node(name, side(name))
+        builder.add_edge(api.START, name)
+    app = builder.compile(checkpointer=api.Saver())
+    return app.invoke({"log": []}, cfg(), durability=durability), thread_view(app)
+
+
+SCENARIOS = [
+    loops,
+    fails_and_recovers,
+    pauses_and_resumes,
+    subgraphs,
+    parallel_subgraphs,
+    stopped_early,
+    asynchronous,
+]
 
 
 @pytest.mark.parametrize("backend", SAVERS)
