@@ -129,15 +129,23 @@ def add_messages(left: Sequence[Any] | Any, right: Sequence[Any] | Any) -> list[
 
     Messages without an id get a fresh uuid4, so every stored message can be addressed later.
     """
-    merged = coerce_messages(left)
-    incoming = coerce_messages(right)
+    merged, ids = _with_ids(left)
+    incoming, new_ids = _with_ids(right)
+    if (
+        RemoveMessage.message_type not in map(operator.itemgetter("type"), incoming)
+        and len(set(new_ids)) == len(new_ids)
+        and set(new_ids).isdisjoint(ids)
+    ):
+        # only new messages (a chat's turn): appended, without indexing the history
+        merged.extend(incoming)
+        return merged
     for position, message in enumerate(incoming):
         if message.type == "remove" and message.id == REMOVE_ALL_MESSAGES:
-            merged = []
+            merged, ids = [], []
             incoming = incoming[position + 1 :]
             break
     # a chat's history is merged at every turn: built at C speed, not message by message
-    index = dict(zip(map(operator.itemgetter("id"), merged), range(len(merged)), strict=True))
+    index = dict(zip(ids, range(len(ids)), strict=True))
     removed: set[str] = set()
     for message in incoming:
         if message.type == "remove":
@@ -157,13 +165,19 @@ def add_messages(left: Sequence[Any] | Any, right: Sequence[Any] | Any) -> list[
 
 def coerce_messages(value: Sequence[Any] | Any) -> list[Message]:
     """A message, or a list of them, as a list of ttcli messages that all have ids."""
+    return _with_ids(value)[0]
+
+
+def _with_ids(value: Sequence[Any] | Any) -> tuple[list[Message], list[Any]]:
+    """`coerce_messages`, and the messages' ids."""
     items = _as_list(value)
     # already messages with ids (a channel's own value)? checked at C speed
-    if all(map(isinstance, items, repeat(Message))) and None not in map(
-        dict.get, items, repeat("id")
-    ):
-        return list(items)
-    return [_with_id(to_message(m)) for m in items]
+    if all(map(isinstance, items, repeat(Message))):
+        ids = list(map(dict.get, items, repeat("id")))
+        if None not in ids:
+            return list(items), ids
+    messages = [_with_id(to_message(m)) for m in items]
+    return messages, [m["id"] for m in messages]
 
 
 def _with_id(message: Message) -> Message:

@@ -155,7 +155,7 @@ class BlobStore:
             if handed.intact():
                 self._decoded[blob_key] = handed
                 self._decoded.move_to_end(blob_key)
-                return list(handed.items)
+                return handed.items.copy()
         past = self._prefix(blob_key)
         if past is not None:
             return past
@@ -218,10 +218,17 @@ class BlobStore:
     def _keep(self, blob_key: int, kept: Decoded, lineage: Lineage) -> None:
         self._decoded[blob_key] = kept
         self._lineages[blob_key] = lineage
+        if lineage.parent is not None:
+            # the list it extends is read as its start (`_prefix`): not kept twice, so that
+            # a chat keeps one copy of its history, not one per recent checkpoint
+            self._drop(lineage.parent.blob_key)
         if len(self._decoded) > DECODED_MAX:
-            gone, _ = self._decoded.popitem(last=False)
-            self._lineages.pop(gone, None)
-            self._lengths.pop(gone, None)
+            self._drop(next(iter(self._decoded)))
+
+    def _drop(self, blob_key: int) -> None:
+        self._decoded.pop(blob_key, None)
+        self._lineages.pop(blob_key, None)
+        self._lengths.pop(blob_key, None)
 
     def _chain(self, blob_key: int) -> list[Any]:
         """The blob and the blobs it appends to, oldest first (see `BlobRows.chain`).
