@@ -59,16 +59,23 @@ class Decoded:
     """A list channel value as decoded, handed out as copies while it is intact.
 
     Only lists of immutable scalars, and of messages or plain dicts (both "messages" here)
-    whose fields are all immutable scalars, are kept. Before every reuse the messages are
-    known to be as they were kept: when they are all `Message`s and no message changed in
-    place since they last were (`message_changes`), without looking at them; else each
-    message's fields are checked to be the very objects they were (by identity, at C speed:
-    an equal value of another type or sign, such as True for 1, is a change). So a message
-    changed in place is never handed out again; and each reader gets messages of its own
-    (copies), so what one reader changes no other sees.
+    whose fields are all immutable scalars, are kept, and each reader gets messages of its
+    own (copies), so what one reader changes no other sees. A message changed in place is
+    never handed out again nor taken for what was stored:
+
+    * `Message`s count their changes in place (`message_changes`): while the count has not
+      moved since they were last known as kept, they are, without looking at them;
+    * other messages (plain dicts) are handed out as copies of copies that no reader ever
+      gets (`originals`);
+    * else, and before a put takes a list for the kept one grown, each message's fields are
+      checked to be the very objects they were (by identity, at C speed: an equal value of
+      another type or sign, such as True for 1, is a change).
     """
 
+    #: the messages last handed out or stored (a put that extends them finds them by identity)
     items: Grown
+    #: the messages as kept: `items` when their changes are counted, else copies of their own
+    originals: Grown
     #: per message its number of fields, then all their keys and values, in order
     sizes: Grown
     keys: Grown
@@ -86,18 +93,20 @@ class Decoded:
         seen = message_changes()  # before looking: a change made meanwhile moves it
         kinds = frozenset(map(type, value))
         if kinds <= serde.SCALARS:
-            return cls(Grown.of(value), *_shape(()), frozenset(), seen)
+            items = Grown.of(value)
+            return cls(items, items, *_shape(()), frozenset(), seen)
         if all(kind is dict or issubclass(kind, Message) for kind in kinds) and all(
             map(serde.SCALARS.__contains__, map(type, _flat(dict.values, value)))
         ):
-            return cls(Grown.of(value), *_shape(value), kinds, seen)
+            items = Grown.of(value)
+            return cls(items, _originals(kinds, items), *_shape(value), kinds, seen)
         return None
 
     def intact(self, length: int | None = None) -> bool:
-        """Whether every message is as it was kept (with `length`, those among the first
-        `length` items)."""
+        """Whether every message handed out or stored is as it was kept (with `length`,
+        those among the first `length` items)."""
         now = message_changes()  # before looking (see `of`)
-        if now == self.seen and all(map(changes_counted, self.kinds)):
+        if now == self.seen and _counted(self.kinds):
             return True  # all are messages whose changes are counted, and none changed
         count = len(self.items) if length is None else length
         # map() stops with the messages checked: their fields are the first ones kept
@@ -110,18 +119,29 @@ class Decoded:
             self.seen = now
         return found
 
-    def handed_out(self) -> Decoded:
+    def handed_out(self) -> Decoded | None:
         """The same list with copies of its messages (the same field objects), for a reader
         to take: kept in place of this one, so that the reader's next value is known to
-        extend it."""
+        extend it. None if a message was changed in place."""
         if not self.kinds:
             return self
-        items = Grown.of(self._copies(self.items))
-        return Decoded(items, self.sizes, self.keys, self.values, self.kinds, self.seen)
+        copies = Grown.of(_copies(self.kinds, self.originals))
+        if self.originals is not self.items:  # copies of what no reader ever got
+            return Decoded(
+                copies, self.originals, self.sizes, self.keys, self.values, self.kinds, self.seen
+            )
+        # copied first, then compared: what another thread changes meanwhile in the
+        # messages handed out before is never taken for what was stored
+        handed = Decoded(copies, copies, self.sizes, self.keys, self.values, self.kinds, self.seen)
+        return handed if handed.intact() else None
 
-    def prefix(self, length: int) -> list[Any]:
-        """Copies of the first `length` items (the list a blob this one extends holds)."""
-        return self._copies(self.items.first(length))
+    def prefix(self, length: int) -> list[Any] | None:
+        """Copies of the first `length` items (the list a blob this one extends holds); None
+        if one of them was changed in place."""
+        copies = _copies(self.kinds, self.originals.first(length))
+        if self.originals is self.items and not self.intact(length):
+            return None  # copied first, then compared (see `handed_out`)
+        return copies
 
     def extended(self, tail: list[Any]) -> Decoded | None:
         """This list grown by `tail`, checking only the new items."""
@@ -130,27 +150,44 @@ class Decoded:
             return None
         if bool(self.kinds) != bool(added.kinds) and self.items and tail:
             return None  # scalars and messages: not kept
+        kinds = self.kinds | added.kinds
+        items = self.items.plus(tail)
+        if self.originals is not self.items and added.originals is not added.items:
+            originals = self.originals.plus(added.originals.shared)
+        else:  # copied whole only when messages whose changes are counted meet others
+            originals = _originals(kinds, items)
         return Decoded(
-            self.items.plus(tail),
+            items,
+            originals,
             self.sizes.plus(added.sizes.shared),
             self.keys.plus(added.keys.shared),
             self.values.plus(added.values.shared),
-            self.kinds | added.kinds,
+            kinds,
             min(self.seen, added.seen),
         )
 
-    def _copies(self, items: Iterable[Any]) -> list[Any]:
-        if not self.kinds:
-            return list(items)
-        # all messages: copied at C speed
-        if self.kinds == _PLAIN:
-            return list(map(dict.copy, items))
-        if all(kind.__new__ is dict.__new__ for kind in self.kinds):
-            originals = list(items)
-            copies: list[Any] = list(map(dict.__new__, map(type, originals)))
-            deque(map(dict.update, copies, originals), maxlen=0)
-            return copies
-        return list(map(copy_message, items))
+
+def _counted(kinds: Iterable[type]) -> bool:
+    return all(map(changes_counted, kinds))
+
+
+def _originals(kinds: frozenset[type], items: Grown) -> Grown:
+    """The items themselves if all their changes are counted, else copies of their own."""
+    return items if _counted(kinds) else Grown.of(_copies(kinds, items))
+
+
+def _copies(kinds: frozenset[type], items: Iterable[Any]) -> list[Any]:
+    if not kinds:
+        return list(items)
+    # all messages: copied at C speed
+    if kinds == _PLAIN:
+        return list(map(dict.copy, items))
+    if all(kind.__new__ is dict.__new__ for kind in kinds):
+        originals = list(items)
+        copies: list[Any] = list(map(dict.__new__, map(type, originals)))
+        deque(map(dict.update, copies, originals), maxlen=0)
+        return copies
+    return list(map(copy_message, items))
 
 
 @dataclass(frozen=True, slots=True)
