@@ -32,7 +32,11 @@ class Grown:
 
     @classmethod
     def of(cls, items: Iterable[Any]) -> Grown:
-        shared = list(items)
+        return cls.whole(list(items))
+
+    @classmethod
+    def whole(cls, shared: list[Any]) -> Grown:
+        """All of a list no one else holds."""
         return cls(shared, len(shared))
 
     def __len__(self) -> int:
@@ -50,8 +54,9 @@ class Grown:
     def first(self, length: int) -> Iterator[Any]:
         return islice(self.shared, min(length, self.length))
 
-    def copy(self) -> list[Any]:
-        return self.shared[: self.length]
+    def copy(self, length: int | None = None) -> list[Any]:
+        """The items (with `length`, the first ones) as a list of their own."""
+        return self.shared[: self.length if length is None else min(length, self.length)]
 
 
 @dataclass(slots=True)
@@ -125,7 +130,7 @@ class Decoded:
         extend it. None if a message was changed in place."""
         if not self.kinds:
             return self
-        copies = Grown.of(_copies(self.kinds, self.originals))
+        copies = Grown.whole(_copies(self.kinds, self.originals.copy()))
         if self.originals is not self.items:  # copies of what no reader ever got
             return Decoded(
                 copies, self.originals, self.sizes, self.keys, self.values, self.kinds, self.seen
@@ -138,7 +143,7 @@ class Decoded:
     def prefix(self, length: int) -> list[Any] | None:
         """Copies of the first `length` items (the list a blob this one extends holds); None
         if one of them was changed in place."""
-        copies = _copies(self.kinds, self.originals.first(length))
+        copies = _copies(self.kinds, self.originals.copy(length))
         if self.originals is self.items and not self.intact(length):
             return None  # copied first, then compared (see `handed_out`)
         return copies
@@ -173,19 +178,18 @@ def _counted(kinds: Iterable[type]) -> bool:
 
 def _originals(kinds: frozenset[type], items: Grown) -> Grown:
     """The items themselves if all their changes are counted, else copies of their own."""
-    return items if _counted(kinds) else Grown.of(_copies(kinds, items))
+    return items if _counted(kinds) else Grown.whole(_copies(kinds, items.copy()))
 
 
-def _copies(kinds: frozenset[type], items: Iterable[Any]) -> list[Any]:
+def _copies(kinds: frozenset[type], items: list[Any]) -> list[Any]:
     if not kinds:
         return list(items)
     # all messages: copied at C speed
     if kinds == _PLAIN:
         return list(map(dict.copy, items))
     if all(kind.__new__ is dict.__new__ for kind in kinds):
-        originals = list(items)
-        copies: list[Any] = list(map(dict.__new__, map(type, originals)))
-        deque(map(dict.update, copies, originals), maxlen=0)
+        copies: list[Any] = list(map(dict.__new__, map(type, items)))
+        deque(map(dict.update, copies, items), maxlen=0)
         return copies
     return list(map(copy_message, items))
 
