@@ -1,8 +1,8 @@
 """Decoded list values kept between reads: a chat reads its history at every turn.
 
 Only lists of immutable scalars, and of messages or plain dicts whose fields are all immutable
-scalars, are kept; each reader gets copies, checked against what was stored before every
-reuse.
+scalars, are kept; each reader gets copies, and a message changed in place is never taken for
+what was stored (see `Decoded`).
 """
 
 from __future__ import annotations
@@ -111,7 +111,7 @@ class Decoded:
         """Whether every message handed out or stored is as it was kept (with `length`,
         those among the first `length` items)."""
         now = message_changes()  # before looking (see `of`)
-        if now == self.seen and _counted(self.kinds):
+        if now == self.seen and _all_counted(self.kinds):
             return True  # all are messages whose changes are counted, and none changed
         count = len(self.items) if length is None else length
         # map() stops with the messages checked: their fields are the first ones kept
@@ -172,13 +172,13 @@ class Decoded:
         )
 
 
-def _counted(kinds: Iterable[type]) -> bool:
+def _all_counted(kinds: Iterable[type]) -> bool:
     return all(map(changes_counted, kinds))
 
 
 def _originals(kinds: frozenset[type], items: Grown) -> Grown:
     """The items themselves if all their changes are counted, else copies of their own."""
-    return items if _counted(kinds) else Grown.whole(_copies(kinds, items.copy()))
+    return items if _all_counted(kinds) else Grown.whole(_copies(kinds, items.copy()))
 
 
 def _copies(kinds: frozenset[type], items: list[Any]) -> list[Any]:
