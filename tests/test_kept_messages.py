@@ -38,6 +38,8 @@ WAYS: dict[str, Callable[[Message], None]] = {
     "del": lambda m: m.__delitem__("name"),
     "pop": lambda m: m.pop("name"),
     "init again": _reinit,
+    "attribute": lambda m: setattr(m, "content", "changed"),
+    "del attribute": lambda m: delattr(m, "name"),
 }
 
 
@@ -174,6 +176,8 @@ def test_two_forks_of_one_checkpoint_each_keep_their_own_messages(db_path: Path)
         ("popitem", ()),
         ("clear", ()),
         ("__init__", ("b",)),
+        ("__setattr__", ("content", "b")),
+        ("__delattr__", ("name",)),
     ],
 )
 def test_every_change_in_place_is_counted(method: str, args: tuple[Any, ...]) -> None:

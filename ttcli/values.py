@@ -83,6 +83,17 @@ class Message(dict[str, Any]):
                 return copy.copy(self.defaults[name])
             raise AttributeError(name) from None
 
+    def __setattr__(self, name: str, value: Any) -> None:
+        # `message.content = ...` changes the field, as on LangChain's message classes
+        # (an attribute beside the fields would be lost when the message is stored)
+        self[name] = value
+
+    def __delattr__(self, name: str) -> None:
+        try:
+            del self[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
     def __repr__(self) -> str:
         fields = ", ".join(f"{key}={value!r}" for key, value in self.items() if key != "type")
         if type(self) is Message:
