@@ -170,6 +170,31 @@ def test_everything_is_committed_when_a_run_returns_pauses_fails_or_stops(
         assert [row["metadata"]["step"] for row in history_of(ran, "stopped")] == [1, 0, -1]
 
 
+def test_an_async_run_inside_the_callers_batch_saves_in_it(new_db: NewDb) -> None:
+    """The batch holds the saver until it ends: a committer thread could never commit, and
+    the run waited for it forever. The run saves as "sync" would, in the caller's batch."""
+    db = new_db("batch.db")
+    saver = open_saver(db)
+    app = graphs.counter_loop(TTCLI, until=5).compile(checkpointer=saver)
+    done: list[Any] = []
+
+    def run() -> None:
+        with saver.batch():
+            done.append(app.invoke({"n": 0, "trail": []}, cfg("b"), durability="async"))
+
+    runner = threading.Thread(target=run, daemon=True)
+    runner.start()
+    runner.join(timeout=60)
+    # (left open if it hangs: closing would wait for the batch too)
+    assert not runner.is_alive(), "the run waited on its committer inside the batch"
+    with closing(saver):
+        assert done and done[0]["n"] == 5
+        app.invoke({"n": 0, "trail": []}, cfg("s"), durability="sync")
+    assert seen_elsewhere(db, graphs.counter_loop, "b") == seen_elsewhere(
+        db, graphs.counter_loop, "s"
+    )
+
+
 class FailingSaver(InMemorySaver):
     """Refuses to store a checkpoint where `channel` holds `value` (a disk gone full)."""
 

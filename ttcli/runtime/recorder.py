@@ -47,7 +47,8 @@ class Recorder:
         #: with durability="async": where the saves go (the enclosing run's committer, if any)
         self.committer = None
         if saver is not None and durability == "async":
-            self.committer = inherited or Committer(saver)
+            # inside the caller's batch no other thread could commit before it ends
+            self.committer = inherited or (None if saver.batch_held() else Committer(saver))
         #: the writes of the checkpoint a run is on, held back with durability="exit"
         self.held: list[tuple[CheckpointRef, TaskWrites]] = []
         #: with durability="exit": (parent it will have, checkpoint, metadata) not saved yet

@@ -56,6 +56,8 @@ class Transactions(ABC, Generic[DbT]):
         self.readonly = readonly
         self.lock = threading.RLock()
         self.depth = 0
+        #: the thread inside `batch()`, if one is
+        self.batch_owner: int | None = None
         self.facts = BatchFacts()
         #: called with the connection before any other statement of a batch runs, and at its
         #: end: write what the parts held back for the batch (pending writes, counts)
@@ -116,6 +118,10 @@ class Transactions(ABC, Generic[DbT]):
     def in_batch(self) -> bool:
         return self.depth > 0
 
+    def batch_held(self) -> bool:
+        """Whether the calling thread is inside `batch()` (see `BaseSaver.batch_held`)."""
+        return self.batch_owner == threading.get_ident()
+
     def flush(self, conn: Any) -> None:
         for hook in self.on_flush:
             hook(conn)
@@ -129,6 +135,7 @@ class Transactions(ABC, Generic[DbT]):
         """
         with self.write() as conn:
             self.depth += 1
+            self.batch_owner = threading.get_ident()
             try:
                 yield
                 if self.depth == 1:
@@ -141,6 +148,7 @@ class Transactions(ABC, Generic[DbT]):
             finally:
                 self.depth -= 1
                 if not self.depth:
+                    self.batch_owner = None
                     # thread keys and latest ids stay known while no other connection
                     # writes (see notice_others): the next superstep asks for neither
                     self.facts.failed = False
