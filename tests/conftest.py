@@ -58,6 +58,21 @@ def new_db(backend: str, tmp_path: Path) -> NewDb:
     return lambda name: new_dsn() if backend == "postgres" else tmp_path / name
 
 
+ARCHIVES = ["to-sqlite", "to-postgres"]
+
+
+@pytest.fixture(params=ARCHIVES)
+def archive_db(request: pytest.FixtureRequest, tmp_path: Path) -> Target:
+    """An empty archive database: an archiving test runs with a SQLite file and with a
+    PostgreSQL database as its archive, whichever backend it prunes (`new_db`)."""
+    return new_dsn() if request.param == "to-postgres" else tmp_path / "archive.db"
+
+
+def exists(target: Target) -> bool:
+    """Whether a database was created (a DSN's always is)."""
+    return not isinstance(target, Path) or target.exists()
+
+
 @pytest.fixture
 def db(new_db: NewDb) -> Target:
     """A database holding thread order:123, where the agent cancelled instead of refunding."""
