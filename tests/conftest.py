@@ -62,10 +62,16 @@ ARCHIVES = ["to-sqlite", "to-postgres"]
 
 
 @pytest.fixture(params=ARCHIVES)
-def archive_db(request: pytest.FixtureRequest, tmp_path: Path) -> Target:
-    """An empty archive database: an archiving test runs with a SQLite file and with a
-    PostgreSQL database as its archive, whichever backend it prunes (`new_db`)."""
-    return new_dsn() if request.param == "to-postgres" else tmp_path / "archive.db"
+def new_archive(request: pytest.FixtureRequest, tmp_path: Path) -> NewDb:
+    """Makes an empty archive database: an archiving test runs with SQLite files and with
+    PostgreSQL databases as its archives, whichever backend it prunes (`new_db`)."""
+    return lambda name: new_dsn() if request.param == "to-postgres" else tmp_path / name
+
+
+@pytest.fixture
+def archive_db(new_archive: NewDb) -> Target:
+    """An empty archive database (see `new_archive`)."""
+    return new_archive("archive.db")
 
 
 def exists(target: Target) -> bool:
