@@ -55,7 +55,8 @@ class RowCopy:
         self.source, self.target, self.ref = source, target, ref
         self.names: dict[int, int] = {}
         self.same_names = False
-        #: the source's blob keys and the target's keys of the blobs copied from them
+        #: the source's blob keys and the target's keys of the blobs copied from them (as
+        #: the target remembers them: asked again on every page)
         self.blobs = target.copied.blobs(source)
 
     def copy_below(self, below: bytes) -> int:
@@ -79,6 +80,7 @@ class RowCopy:
                     tconn = self.target.connection.conn
                     target_key = self.target.rows.thread_key(tconn, self.ref, create=True)
                     assert target_key is not None
+                    self.blobs = self.target.copied.blobs(self.source)
                     self.share_names(sconn, tconn)
                     page = Page(self, sconn, tconn, source_key, target_key, below)
                     copied += page.copy(rows, last)

@@ -21,9 +21,11 @@ class CopyMemory:
         self._blobs: WeakKeyDictionary[object, OrderedDict[int, int]] = WeakKeyDictionary()
 
     def blobs(self, source: object) -> OrderedDict[int, int]:
+        """The source's map, to use within one transaction of the target (a copy asks again
+        on every page: between two, another Python thread may have made it forget)."""
         return self._blobs.setdefault(source, OrderedDict())
 
     def forget(self) -> None:
+        # replaced, not cleared: a copy may be looking the old maps up meanwhile
         self.floor = None
-        for copied in self._blobs.values():
-            copied.clear()  # in place: a copy between two pages holds it
+        self._blobs = WeakKeyDictionary()
