@@ -37,6 +37,9 @@ class BatchFacts:
 
     threads: dict[tuple[str, str], int] = field(default_factory=dict)
     latest: dict[int, bytes | None] = field(default_factory=dict)
+    #: (thread key, checkpoint id) of checkpoints this connection inserted that have no
+    #: `writes` row yet: their pending writes need not be read (a superstep's next task writes)
+    rowless: set[tuple[int, bytes]] = field(default_factory=set)
     #: a write in the batch raised: none of the batch may be stored, even if it was caught
     failed: bool = False
 
@@ -55,8 +58,8 @@ class Transactions(ABC, Generic[DbT]):
         self.depth = 0
         self.facts = BatchFacts()
         #: called with the connection before any other statement of a batch runs, and at its
-        #: end: writes what a part held back for the batch (pending writes)
-        self.flush: Callable[[Any], None] = lambda conn: None
+        #: end: write what the parts held back for the batch (pending writes, counts)
+        self.on_flush: list[Callable[[Any], None]] = []
         #: caches to drop after a rollback; caches to drop when another connection changed
         #: the database; what to reset when a batch ends
         self.on_rollback: list[Hook] = []
@@ -112,6 +115,10 @@ class Transactions(ABC, Generic[DbT]):
     @property
     def in_batch(self) -> bool:
         return self.depth > 0
+
+    def flush(self, conn: Any) -> None:
+        for hook in self.on_flush:
+            hook(conn)
 
     @contextmanager
     def batch(self) -> Iterator[None]:
@@ -237,6 +244,7 @@ class Transactions(ABC, Generic[DbT]):
         back: an archive copy inserts stored rows as they are)."""
         self.facts.threads.clear()
         self.facts.latest.clear()
+        self.facts.rowless.clear()
 
 
 def call(hooks: list[Hook]) -> None:
