@@ -311,20 +311,21 @@ def scale(server: Server, checkpoints: int) -> dict[str, float]:
     }
 
 
-def prune_alone(dsn: str, archive: Path | None) -> tuple[int, float]:
-    """Prune the 1,000-checkpoint thread of a fresh scale database to its newest 100, into
-    the SQLite file `archive` first if given: (checkpoints deleted, seconds)."""
+def prune_alone(dsn: str, checkpoints: int, archive: Path | str | None) -> tuple[int, float]:
+    """Prune the big thread of a fresh scale database to its newest 100, into `archive` (a
+    SQLite file or another PostgreSQL database) first if given: (checkpoints deleted,
+    seconds)."""
     from ttcli import PostgresSaver
     from ttcli.ops.prune import PrunePolicy, execute_prune, plan_prune
-    from ttcli.savers.sqlite import SqliteSaver
+    from ttcli.savers.locate import open_saver
 
-    build_scale(dsn, 1000, 10)
+    build_scale(dsn, checkpoints, 10)
     policy = PrunePolicy(
         older_than=datetime.now(UTC) + timedelta(seconds=1), keep_last=100, thread="t:big"
     )
     with PostgresSaver.from_conn_string(dsn) as saver:
         plans = plan_prune(saver, policy)
-        store = None if archive is None else SqliteSaver(archive)
+        store = None if archive is None else open_saver(archive)
         started = time.perf_counter()
         report = execute_prune(saver, plans, archive=store)
         seconds = time.perf_counter() - started
@@ -546,9 +547,14 @@ def run(args: argparse.Namespace, server: Server, workdir: Path) -> list[Row]:
         ),
     ]  # fmt: skip
 
-    say("prune, no writers: 900 of 1,000 checkpoints, without and with --archive")
-    for name, archive in (("prune", None), ("prune --archive", workdir / "alone.db")):
-        deleted, seconds = prune_alone(server.create(f"alone{len(rows)}"), archive)
+    size = args.alone
+    say(f"prune, no writers: {size - 100:,} of {size:,} checkpoints, without and with --archive")
+    for name, archive in (
+        ("prune", None),
+        ("prune --archive", workdir / "alone.db"),
+        ("prune --archive into PostgreSQL", server.create("alone_archive")),
+    ):
+        deleted, seconds = prune_alone(server.create(f"alone{len(rows)}"), size, archive)
         rows.append((
             f"{name}, no writers: checkpoints per second (one thread, keep 100)",
             f"{deleted / seconds:,.0f}", "", f"{deleted:,} in {seconds:.2f} s", "",
@@ -646,6 +652,9 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=1000, help="loop supersteps")
     parser.add_argument("--turns", type=int, default=300, help="chat turns")
     parser.add_argument("--big", type=int, default=200_000, help="checkpoints of the big thread")
+    parser.add_argument(
+        "--alone", type=int, default=10_000, help="checkpoints of the thread pruned alone"
+    )
     parser.add_argument("--writers", type=int, default=8, help="writer processes")
     parser.add_argument("--writer-runs", type=int, default=5, help="loops of each writer")
     parser.add_argument("--writer-steps", type=int, default=100, help="supersteps of a loop")

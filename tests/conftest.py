@@ -58,6 +58,27 @@ def new_db(backend: str, tmp_path: Path) -> NewDb:
     return lambda name: new_dsn() if backend == "postgres" else tmp_path / name
 
 
+ARCHIVES = ["to-sqlite", "to-postgres"]
+
+
+@pytest.fixture(params=ARCHIVES)
+def new_archive(request: pytest.FixtureRequest, tmp_path: Path) -> NewDb:
+    """Makes an empty archive database: an archiving test runs with SQLite files and with
+    PostgreSQL databases as its archives, whichever backend it prunes (`new_db`)."""
+    return lambda name: new_dsn() if request.param == "to-postgres" else tmp_path / name
+
+
+@pytest.fixture
+def archive_db(new_archive: NewDb) -> Target:
+    """An empty archive database (see `new_archive`)."""
+    return new_archive("archive.db")
+
+
+def exists(target: Target) -> bool:
+    """Whether a database was created (a DSN's always is)."""
+    return not isinstance(target, Path) or target.exists()
+
+
 @pytest.fixture
 def db(new_db: NewDb) -> Target:
     """A database holding thread order:123, where the agent cancelled instead of refunding."""

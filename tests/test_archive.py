@@ -1,11 +1,11 @@
-"""`prune --archive` copies stored rows between SQLite files: whatever a thread holds (forks,
+"""`prune --archive` copies stored rows between databases: whatever a thread holds (forks,
 updates, interrupts, failed tasks, messages, appends, records, pending writes across page
 boundaries), every archived checkpoint must read in the archive exactly as it read in the
-source, and archiving twice into one file must not change what is already there.
+source, and archiving twice into one database must not change what is already there.
 
-The tests taking `new_db` run on both backends (a PostgreSQL source is archived value by value
-into a SQLite file); the rest are about SqliteSaver.copy_rows, the row copy between two SQLite
-files (its pages, blob keys and checks), and stay on SQLite."""
+Every test runs for the four pairs: a SQLite file or a PostgreSQL database (`new_db`)
+archived into a SQLite file or a PostgreSQL database (`archive_db`); `copy_rows` is the row
+copy itself (its pages, blob keys and checks)."""
 
 from __future__ import annotations
 
@@ -22,7 +22,8 @@ from hypothesis import HealthCheck, given, settings
 from tests import graphs
 from tests import test_dict_deltas as dict_deltas
 from tests.clitools import Target
-from tests.conftest import NewDb
+from tests.conftest import ARCHIVES, BACKENDS, NewDb
+from tests.pg import new_dsn
 from tests.test_properties import apply, operations, random_graph
 from tests.test_saver_contract import config, make_checkpoint, put_chain, put_one
 from ttcli import END, START, Command, MessagesState, Send, StateGraph, interrupt
@@ -32,8 +33,7 @@ from ttcli.graph.messages import AIMessage, HumanMessage
 from ttcli.ops.prune import PrunePolicy, execute_prune, plan_prune
 from ttcli.savers.base import BaseSaver
 from ttcli.savers.locate import open_saver
-from ttcli.savers.sqlite import SqliteSaver
-from ttcli.savers.sqlite import copy as sqlite_copy
+from ttcli.savers.sql import copy as row_copy
 
 API = SimpleNamespace(
     StateGraph=StateGraph, START=START, END=END, interrupt=interrupt, Send=Send, Command=Command
@@ -68,14 +68,14 @@ def prune_into(saver: BaseSaver, archive: Target, keep_last: int) -> int:
     return report.archived
 
 
-def check_archive(saver: BaseSaver, archive: Path, keep: tuple[int, ...]) -> None:
+def check_archive(saver: BaseSaver, archive: Target, keep: tuple[int, ...]) -> None:
     """Prune into `archive` once per `keep` value: afterwards every checkpoint is in exactly
-    one of the two files, reading exactly as it did."""
+    one of the two databases, reading exactly as it did."""
     before = everything(saver)
     for keep_last in keep:
         prune_into(saver, archive, keep_last)
     live = everything(saver)
-    with SqliteSaver.from_conn_string(archive) as target:
+    with closing(open_saver(archive)) as target:
         kept = everything(target)
     assert live.keys() | kept.keys() == before.keys()
     assert not live.keys() & kept.keys()
@@ -128,63 +128,71 @@ def busy_file(saver: BaseSaver) -> None:
         app.invoke({"messages": [message]}, {"configurable": {"thread_id": "chat"}})
 
 
-def test_an_archive_reads_exactly_as_the_source_did(new_db: NewDb, tmp_path: Path) -> None:
+def test_an_archive_reads_exactly_as_the_source_did(new_db: NewDb, archive_db: Target) -> None:
     with closing(open_saver(new_db("live.db"))) as saver:
         busy_file(saver)
-        check_archive(saver, tmp_path / "archive.db", keep=(6, 2))
+        check_archive(saver, archive_db, keep=(6, 2))
 
 
 def test_pending_writes_that_cross_a_page_boundary_are_archived(
-    db_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    new_db: NewDb, archive_db: Target, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(sqlite_copy, "PAGE", 7)
-    monkeypatch.setattr(sqlite_copy, "BLOB_MAP_MAX", 3)  # forgotten keys are copied again
-    with SqliteSaver.from_conn_string(db_path) as saver:
+    monkeypatch.setattr(row_copy, "PAGE", 7)
+    monkeypatch.setattr(row_copy, "BLOB_MAP_MAX", 3)  # forgotten keys are copied again
+    with closing(open_saver(new_db("live.db"))) as saver:
         busy_file(saver)
-        check_archive(saver, tmp_path / "archive.db", keep=(9, 4, 1))
+        check_archive(saver, archive_db, keep=(9, 4, 1))
 
 
 def test_a_page_that_does_not_compare_is_rolled_back(
-    db_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    new_db: NewDb, archive_db: Target, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    with SqliteSaver.from_conn_string(db_path) as saver:
+    with closing(open_saver(new_db("live.db"))) as saver:
         busy_file(saver)
         before = everything(saver)
 
-        translate = sqlite_copy.RowCopy.name
+        translate = row_copy.RowCopy.name
 
-        def damaged(self: sqlite_copy.RowCopy, key: int) -> int:
+        def damaged(self: row_copy.RowCopy, key: int) -> int:
             # a translation bug, in effect: channel `x` lands on another name
             wrong = self.source.names.name(key) == "x"
             return self.target.names.key("elsewhere") if wrong else translate(self, key)
 
-        monkeypatch.setattr(sqlite_copy.RowCopy, "name", damaged)
-        archive = tmp_path / "archive.db"
+        monkeypatch.setattr(row_copy.RowCopy, "name", damaged)
         with pytest.raises(StorageError, match="archive check failed .* nothing was deleted"):
-            prune_into(saver, archive, 1)
-        # threads before it are archived and pruned; this one is untouched in both files
+            prune_into(saver, archive_db, 1)
+        # threads before it are archived and pruned; this one is untouched in both databases
         now = everything(saver)
         linear = {key for key in before if key[0] == "linear"}
         assert {key: now[key] for key in linear} == {key: before[key] for key in linear}
-    with SqliteSaver.from_conn_string(archive) as target:
+    with closing(open_saver(archive_db)) as target:
         assert [t.thread_id for t in target.list_threads()] == ["chat", "fails"]
 
 
-@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def scratch(backend: str, folder: str, name: str) -> Target:
+    return new_dsn() if backend == "postgres" else Path(folder) / name
+
+
+@pytest.mark.parametrize("into", ARCHIVES)
+@pytest.mark.parametrize("source", BACKENDS)
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(ops=operations)
-def test_random_histories_archive_exactly(ops: list[tuple[str, str, int]]) -> None:
+def test_random_histories_archive_exactly(
+    source: str, into: str, ops: list[tuple[str, str, int]]
+) -> None:
     with tempfile.TemporaryDirectory() as folder:
-        with SqliteSaver.from_conn_string(Path(folder) / "live.db") as saver:
+        with closing(open_saver(scratch(source, folder, "live.db"))) as saver:
             graph = random_graph([1, 2]).compile(checkpointer=saver)
             for op in ops:
                 apply(op, graph, saver)
-            check_archive(saver, Path(folder) / "archive.db", keep=(3, 0))
+            archive = scratch(into.removeprefix("to-"), folder, "archive.db")
+            check_archive(saver, archive, keep=(3, 0))
 
 
 def test_the_newest_archived_checkpoint_keeps_earlier_and_later_writes(
-    db_path: Path, tmp_path: Path
+    new_db: NewDb, archive_db: Target
 ) -> None:
-    with SqliteSaver.from_conn_string(db_path) as saver:
+    with closing(open_saver(new_db("live.db"))) as saver:
         root, head = put_chain(saver, steps=2)
         at = config("t", head)
         saver.put_writes(at, [("log", ["a"]), ("__error__", "first")], "task-1", "p")
@@ -193,7 +201,7 @@ def test_the_newest_archived_checkpoint_keeps_earlier_and_later_writes(
         saver.put_writes(at, [("log", ["b"])], "task-2", "p")
         expected = saver.get_writes(at)
         assert ("task-1", "p", "__error__", "second") in expected and len(expected) == 3
-        with SqliteSaver.from_conn_string(tmp_path / "archive.db") as target:
+        with closing(open_saver(archive_db)) as target:
             assert saver.copy_rows(config("t"), child, target) == 2
             assert target.get_writes(at) == expected
             assert saver.copy_rows(config("t"), child, target) == 0  # already there
@@ -212,12 +220,12 @@ def test_a_database_is_never_archived_into_itself(new_db: NewDb) -> None:
 
 
 def test_rows_older_than_the_target_thread_are_placed_among_its_rows(
-    db_path: Path, tmp_path: Path
+    new_db: NewDb, archive_db: Target
 ) -> None:
-    with SqliteSaver.from_conn_string(db_path) as saver:
+    with closing(open_saver(new_db("live.db"))) as saver:
         first, second, third = put_chain(saver, steps=3)
         saver.put_writes(config("t", second), [("log", ["w"])], "task-w", "p")
-        with SqliteSaver.from_conn_string(tmp_path / "archive.db") as target:
+        with closing(open_saver(archive_db)) as target:
             own = put_chain(target, steps=2)  # newer than everything in the source
             before = [target.get_tuple(config("t", i)) for i in own]
             assert saver.copy_rows(config("t"), third, target) == 2
@@ -231,19 +239,19 @@ def test_rows_older_than_the_target_thread_are_placed_among_its_rows(
 
 @pytest.mark.parametrize("deleter", ["this saver", "another process"])
 def test_an_archive_never_gives_a_deleted_blob_key_to_another_value(
-    db_path: Path, tmp_path: Path, deleter: str
+    new_db: NewDb, archive_db: Target, deleter: str
 ) -> None:
-    with SqliteSaver.from_conn_string(db_path) as saver:
+    with closing(open_saver(new_db("live.db"))) as saver:
         for turn in range(3):  # the two threads' blob keys interleave
             for thread in ("a", "b"):
                 put_one_in(saver, thread, f"{thread}{turn} " * 20)
-        with SqliteSaver.from_conn_string(tmp_path / "archive.db") as target:
+        with closing(open_saver(archive_db)) as target:
             latest_a = saver.checkpoint_ids(config("a"), limit=1)[0]
             saver.copy_rows(config("a"), latest_a, target)
             if deleter == "this saver":
                 target.delete_thread("a")  # its blobs go, but for the newest
             else:
-                with SqliteSaver.from_conn_string(tmp_path / "archive.db") as other:
+                with closing(open_saver(archive_db)) as other:
                     other.delete_thread("a")
             latest_b = saver.checkpoint_ids(config("b"), limit=1)[0]
             saver.copy_rows(config("b"), latest_b, target)
@@ -262,30 +270,29 @@ def put_one_in(saver: BaseSaver, thread: str, text: Any) -> None:
 
 @pytest.mark.parametrize("deleter", ["another process", "this saver, from another thread"])
 def test_blobs_deleted_from_the_archive_meanwhile_are_copied_again(
-    db_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, deleter: str
+    new_db: NewDb, archive_db: Target, monkeypatch: pytest.MonkeyPatch, deleter: str
 ) -> None:
-    monkeypatch.setattr(sqlite_copy, "PAGE", 5)
-    archive = tmp_path / "archive.db"
-    with SqliteSaver.from_conn_string(db_path) as saver:
+    monkeypatch.setattr(row_copy, "PAGE", 5)
+    with closing(open_saver(new_db("live.db"))) as saver:
         for turn in range(20):  # a list that grows: each value appends to the one before
             put_one_in(saver, "t", [f"item {i} of the list" for i in range(turn + 3)])
         pages = 0
-        between_pages = sqlite_copy.RowCopy.forget_old_blobs
+        between_pages = row_copy.RowCopy.forget_old_blobs
 
-        def and_another_process_prunes(copy: sqlite_copy.RowCopy) -> None:
+        def and_another_process_prunes(copy: row_copy.RowCopy) -> None:
             nonlocal pages
             between_pages(copy)
             pages += 1
             if pages == 2:  # what the first two pages copied is deleted from the archive
                 if deleter == "another process":
-                    with SqliteSaver.from_conn_string(archive) as other:
+                    with closing(open_saver(archive_db)) as other:
                         other.delete_thread("t")
                 else:
                     copy.target.delete_thread("t")
 
-        monkeypatch.setattr(sqlite_copy.RowCopy, "forget_old_blobs", and_another_process_prunes)
+        monkeypatch.setattr(row_copy.RowCopy, "forget_old_blobs", and_another_process_prunes)
         latest = saver.checkpoint_ids(config("t"), limit=1)[0]
-        with SqliteSaver.from_conn_string(archive) as target:
+        with closing(open_saver(archive_db)) as target:
             assert saver.copy_rows(config("t"), latest, target) == 19
             kept = saver.checkpoint_ids(config("t"), below=latest)[:-10]  # pages 3 and 4
             assert kept and all(

@@ -1,5 +1,5 @@
 """Several processes on one database at once: writers, an archiving prune and readers
-(SPEC §3, §6), on a SQLite file and on PostgreSQL.
+(SPEC §3, §6), on a SQLite file and on PostgreSQL, archiving into either.
 
 Eight writers run graphs on their own threads while `prune --archive --keep-last 2` deletes
 from every thread in a loop and two readers list and show: no process may see an error, and
@@ -14,6 +14,7 @@ import sys
 from contextlib import closing
 from pathlib import Path
 
+from tests.clitools import Target
 from tests.conftest import NewDb
 from tests.test_crash import ROOT, integrity, logged
 from tests.workers import INPUT, loop_graph
@@ -35,9 +36,9 @@ def start(*args: str) -> subprocess.Popen[str]:
 
 
 def test_writers_an_archiving_prune_and_readers_share_one_database(
-    tmp_path: Path, new_db: NewDb
+    tmp_path: Path, new_db: NewDb, archive_db: Target
 ) -> None:
-    db, archive, stop = str(new_db("shared.db")), tmp_path / "archive.db", tmp_path / "stop"
+    db, archive, stop = str(new_db("shared.db")), archive_db, tmp_path / "stop"
     threads = [f"w{i}" for i in range(WRITERS)]
     with closing(open_saver(db)) as saver:
         graph = loop_graph().compile(checkpointer=saver)

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.clitools import Target
-from tests.conftest import NewDb
+from tests.conftest import NewDb, exists
 from tests.workers import INPUT, loop_graph
 from ttcli import InMemorySaver
 from ttcli.configs import CheckpointRef
@@ -110,10 +110,10 @@ def test_killed_runs_lose_nothing_and_resume_to_the_same_result(
 
 
 def test_a_killed_archive_prune_loses_nothing_and_a_rerun_finishes(
-    tmp_path: Path, new_db: NewDb
+    new_db: NewDb, archive_db: Target
 ) -> None:
     rng = random.Random(SEED)
-    db, archive = new_db("live.db"), tmp_path / "archive.db"
+    db, archive = new_db("live.db"), archive_db
     with closing(open_saver(db)) as saver:
         graph = loop_graph().compile(checkpointer=saver)
         for i in range(4):
@@ -130,8 +130,8 @@ def test_a_killed_archive_prune_loses_nothing_and_a_rerun_finishes(
         assert done.returncode in (0, KILLED), done.stderr
         assert integrity(db) == "ok"
         live = contents(db)
-        kept = contents(archive) if archive.exists() else {}
-        if archive.exists():
+        kept = contents(archive) if exists(archive) else {}
+        if exists(archive):
             assert integrity(archive) == "ok"
         for key, content in original.items():
             assert live.get(key, kept.get(key)) == content, key

@@ -30,6 +30,7 @@ from ttcli.ops.fork import fork
 from ttcli.ops.prune import PrunePolicy, execute_prune, plan_prune
 from ttcli.runtime.compiled import CompiledStateGraph
 from ttcli.savers import serde
+from ttcli.savers.base import BaseSaver
 from ttcli.savers.sqlite import SqliteSaver
 
 THREADS = ("a", "b")
@@ -85,13 +86,13 @@ def config(thread: str, checkpoint_id: str | None = None) -> dict[str, Any]:
     return CheckpointRef(thread).at(checkpoint_id).to_config()
 
 
-def pick(saver: SqliteSaver, thread: str, index: int) -> Any:
+def pick(saver: BaseSaver, thread: str, index: int) -> Any:
     """One of the thread's checkpoints, or None if it has none."""
     history = list(saver.list(config(thread)))
     return history[index % len(history)] if history else None
 
 
-def apply(op: tuple[str, str, int], graph: CompiledStateGraph, saver: SqliteSaver) -> set[Any]:
+def apply(op: tuple[str, str, int], graph: CompiledStateGraph, saver: BaseSaver) -> set[Any]:
     """Run one operation; returns the (thread, id) pairs it deleted."""
     kind, thread, number = op
     if kind == "invoke":

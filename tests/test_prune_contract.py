@@ -1,6 +1,7 @@
 """The deletion contract (SPEC §5) where operators met it broken: bounds that are not dates,
 late commits between the archive copy and the delete, archived copies gone stale, and an
-archive that is the database itself under another name."""
+archive that is the database itself under another name. Archiving tests run into a SQLite
+file and into a PostgreSQL database (`archive_db`)."""
 
 from __future__ import annotations
 
@@ -29,6 +30,8 @@ from ttcli.errors import DatabaseBusyError
 from ttcli.ops.prune import PrunePolicy, ThreadPlan, execute_prune, plan_prune
 from ttcli.savers.base import BaseSaver
 from ttcli.savers.locate import open_saver
+from ttcli.savers.postgres import PostgresSaver
+from ttcli.savers.sql.saver import SqlSaver
 from ttcli.savers.sqlite import SqliteSaver
 from ttcli.uuid6 import lowest_id_at, new_id
 
@@ -117,26 +120,33 @@ def test_a_library_bound_before_1970_is_refused() -> None:
 # -- findings 2 and 3: late commits ----------------------------------------------------------
 
 
-class HookedArchive(SqliteSaver):
+class AfterFirstBatch(SqlSaver):
     """An archive that runs `after` once its first batch has committed (another writer's
     moment, or a kill)."""
 
-    def __init__(self, path: Path, after: Callable[[], None]) -> None:
-        super().__init__(path)
-        self.after: Callable[[], None] | None = after
+    after: Callable[[], None] | None = None
 
     @contextmanager
     def batch(self) -> Iterator[None]:
         with super().batch():
             yield
-        if self.after is not None and not self.conn.in_transaction:  # committed
+        if self.after is not None and not self.connection.in_batch:  # committed
             hook, self.after = self.after, None
             hook()
 
 
+class HookedSqlite(AfterFirstBatch, SqliteSaver):
+    pass
+
+
+class HookedPostgres(AfterFirstBatch, PostgresSaver):
+    pass
+
+
 @contextmanager
-def hooked(path: Path, after: Callable[[], None]) -> Iterator[HookedArchive]:
-    target = HookedArchive(path, after)
+def hooked(archive: Target, after: Callable[[], None]) -> Iterator[AfterFirstBatch]:
+    target = HookedSqlite(archive) if isinstance(archive, Path) else HookedPostgres(archive)
+    target.after = after
     try:
         yield target
     finally:
@@ -179,21 +189,21 @@ def commit_late(
     return commit
 
 
-def in_either(db: Target, archive: Path) -> tuple[dict[Any, Any], dict[Any, Any]]:
+def in_either(db: Target, archive: Target) -> tuple[dict[Any, Any], dict[Any, Any]]:
     with (
         closing(open_saver(db)) as live,
-        SqliteSaver.from_conn_string(archive) as kept,
+        closing(open_saver(archive)) as kept,
     ):
         return everything(live), everything(kept)
 
 
 def test_a_checkpoint_committed_late_with_an_old_id_is_never_lost(
-    new_db: NewDb, tmp_path: Path
+    new_db: NewDb, archive_db: Target
 ) -> None:
     two_threads = run_two_threads(new_db("ttcli.db"))
     parent, late = late_checkpoint(two_threads, "a")
     bound = boundary()
-    archive = tmp_path / "archive.db"
+    archive = archive_db
     policy = PrunePolicy(older_than=bound, keep_last=0)
     waiting: list[threading.Thread] = []
     with closing(open_saver(two_threads)) as saver:
@@ -210,10 +220,10 @@ def test_a_checkpoint_committed_late_with_an_old_id_is_never_lost(
     assert [w[2:] for w in found[4]] == [("n", 7)]
 
 
-def test_later_archive_prunes_finish_after_a_late_commit(new_db: NewDb, tmp_path: Path) -> None:
+def test_later_archive_prunes_finish_after_a_late_commit(new_db: NewDb, archive_db: Target) -> None:
     two_threads = run_two_threads(new_db("ttcli.db"))
     parent, late = late_checkpoint(two_threads, "a")
-    archive = tmp_path / "archive.db"
+    archive = archive_db
     prune = ["prune", "--older-than", "0s", "--archive", str(archive), "--yes"]
     with closing(open_saver(two_threads)) as saver:
         graph = loop_graph().compile(checkpointer=saver)
@@ -241,10 +251,10 @@ def kill() -> None:
 
 
 def test_an_archived_copy_is_refreshed_when_the_live_row_changed(
-    new_db: NewDb, tmp_path: Path
+    new_db: NewDb, archive_db: Target
 ) -> None:
     db = new_db("ttcli.db")
-    archive = tmp_path / "archive.db"
+    archive = archive_db
     paused = cfg("review")
     with closing(open_saver(db)) as saver:
         app = graphs.review(API).compile(checkpointer=saver)
@@ -256,7 +266,7 @@ def test_an_archived_copy_is_refreshed_when_the_live_row_changed(
             execute_prune(saver, plan_prune(saver, policy), archive=target)
         app.invoke(Command(resume="approved"), paused)  # the paused checkpoint gains writes
         answered = everything(saver)[("review", "", waiting.checkpoint["id"])]
-        with SqliteSaver.from_conn_string(archive) as target:
+        with closing(open_saver(archive)) as target:
             execute_prune(saver, plan_prune(saver, policy), archive=target)
     live, kept = in_either(db, archive)
     assert ("review", "", waiting.checkpoint["id"]) not in live
@@ -335,7 +345,7 @@ def test_pending_writes_of_a_page_are_what_get_writes_gives(saver: BaseSaver) ->
 
 
 def test_archiving_page_by_page_stores_each_value_once(
-    db_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    db_path: Path, tmp_path: Path, new_archive: NewDb, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     builder = StateGraph(GrowingState)
     builder.add_node("grow", lambda state: {"n": state["n"] + 1, "log": ["x" * 100]})
@@ -351,7 +361,7 @@ def test_archiving_page_by_page_stores_each_value_once(
         monkeypatch.setattr("ttcli.ops.prune.BATCH_SIZE", pages)
         with (
             SqliteSaver.from_conn_string(path) as saver,
-            SqliteSaver.from_conn_string(path.with_suffix(".archive")) as archive,
+            closing(open_saver(new_archive(f"{path.stem}.archive"))) as archive,
         ):
             execute_prune(saver, plan_prune(saver, policy), archive=archive)
             sizes.append(archive.thread_bytes(cfg("t")) or 0)

@@ -1,5 +1,5 @@
 """`ttcli prune --archive` SIGKILLed at random SQL statements, several seeds (SPEC §5), on a
-SQLite file and on PostgreSQL (the archive: a SQLite file).
+SQLite file and on PostgreSQL, into a SQLite file and into a PostgreSQL database.
 
 Between kills a paused thread may be answered, so a checkpoint already copied into the
 archive gains pending writes before the prune that deletes it runs again. After every kill
@@ -12,14 +12,13 @@ from __future__ import annotations
 
 import random
 from contextlib import closing
-from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 
 from tests import graphs
 from tests.clitools import Target
-from tests.conftest import NewDb
+from tests.conftest import NewDb, exists
 from tests.test_crash import KILLED, Content, contents, integrity, worker
 from tests.test_prune import boundary
 from tests.workers import INPUT, loop_graph
@@ -48,11 +47,11 @@ def answer_if_paused(db: Target) -> None:
             app.invoke(Command(resume="approved"), PAUSED)
 
 
-def nothing_lost(before: dict[tuple[str, str], Content], db: Target, archive: Path) -> None:
+def nothing_lost(before: dict[tuple[str, str], Content], db: Target, archive: Target) -> None:
     assert integrity(db) == "ok"
     live = contents(db)
-    kept = contents(archive) if archive.exists() else {}
-    if archive.exists():
+    kept = contents(archive) if exists(archive) else {}
+    if exists(archive):
         assert integrity(archive) == "ok"
     for key, content in before.items():
         assert live.get(key, kept.get(key)) == content, key
@@ -62,10 +61,10 @@ def nothing_lost(before: dict[tuple[str, str], Content], db: Target, archive: Pa
 # archive kept the copy from before the answer); any seed must pass
 @pytest.mark.parametrize("seed", [3, 8, 13])
 def test_a_killed_archive_prune_loses_nothing_and_a_rerun_finishes(
-    tmp_path: Path, new_db: NewDb, seed: int
+    new_db: NewDb, archive_db: Target, seed: int
 ) -> None:
     rng = random.Random(seed)
-    db, archive = new_db("live.db"), tmp_path / "archive.db"
+    db, archive = new_db("live.db"), archive_db
     build(db)
     # what was there before the first run goes; what answering the paused thread adds stays
     bound = boundary()

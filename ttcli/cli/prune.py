@@ -25,7 +25,7 @@ from ttcli.ops.prune import (
 )
 from ttcli.savers.locate import is_dsn, open_saver
 from ttcli.savers.sql.saver import SqlSaver
-from ttcli.savers.sqlite.copy import same_file
+from ttcli.savers.sqlite.saver import same_file
 
 
 @click.command()

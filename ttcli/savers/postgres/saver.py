@@ -2,7 +2,7 @@
 `schema-postgres.sql` (schema.sql's tables and encoding, in PostgreSQL's types).
 
 The contract is `ttcli.savers.sql.SqlSaver`'s, the same code as SQLite's; this class opens
-the database and adds PostgreSQL's integrity checks.
+the database and adds PostgreSQL's integrity checks and the keys rows copied in take.
 """
 
 from __future__ import annotations
@@ -16,8 +16,13 @@ from ttcli.savers.postgres.connection import PgConnection
 from ttcli.savers.postgres.integrity import integrity_problems
 from ttcli.savers.postgres.metadata_filter import postgres_match
 from ttcli.savers.serde import Serializer
+from ttcli.savers.sql.db import Db
 from ttcli.savers.sql.saver import SqlSaver
 from ttcli.savers.sql.transactions import DEFAULT_BUSY_TIMEOUT
+
+_NEW_BLOB_KEYS = """
+SELECT nextval(pg_get_serial_sequence('blobs', 'blob_key')) FROM generate_series(1, ?)
+"""
 
 
 class PostgresSaver(SqlSaver):
@@ -66,6 +71,12 @@ class PostgresSaver(SqlSaver):
         return other is self or (
             isinstance(other, PostgresSaver) and other.connection.same_database(self.connection)
         )
+
+    def new_blob_keys(self, conn: Db, count: int, above: int) -> Iterator[int]:
+        # the sequence's, in one round trip: other writers draw from it meanwhile, so a key
+        # of the copy's choosing could be handed out to one of them too (its values exceed
+        # every key here, so `above` needs nothing more)
+        return iter(sorted(key for (key,) in conn.execute(_NEW_BLOB_KEYS, (count,)).fetchall()))
 
     def integrity_problems(self) -> builtins.list[str]:
         with self.connection.read() as conn:

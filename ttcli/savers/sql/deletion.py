@@ -10,11 +10,13 @@ to the oldest of them (blobs point only at older blobs).
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 from ttcli.configs import CheckpointRef
 from ttcli.savers.blobs import entry_refs
 from ttcli.savers.records import decode_pending, pending_refs, state_refs, unpack_parent
 from ttcli.savers.sql import statements as sql
+from ttcli.savers.sql.copy_memory import CopyMemory
 from ttcli.savers.sql.db import Db
 from ttcli.savers.sql.params import chunks
 from ttcli.savers.sql.parts import OnParts
@@ -29,11 +31,13 @@ class Deletion(OnParts):
     #: bytes of rows and values deleted through this saver (committed or not), so that
     #: `prune` can say what it freed without reading the threads again
     deleted_bytes = 0
-    #: (largest blob key before rows were first copied in, PRAGMA data_version then):
-    #: see copy.py; None once anything may have freed a key
-    copy_floor: tuple[int, int] | None = None
-    #: times this saver deleted blobs: a copy in progress forgets where it put blobs
-    blob_deletions = 0
+    #: what row copies into this database remember (see copy.py): forgotten when this
+    #: saver deletes blobs, rolls back, or sees another connection's writes
+    copied: CopyMemory
+
+    def __init__(self, *parts: Any) -> None:
+        super().__init__(*parts)
+        self.copied = CopyMemory()
 
     def delete_checkpoints(self, ref: CheckpointRef, wanted: set[bytes], collect: bool) -> None:
         with self.connection.write() as conn:
@@ -214,8 +218,7 @@ class Deletion(OnParts):
         # the newest blob always stays: SQLite gives a new row the largest key plus one, so a
         # key is then never handed out twice, and a key another process remembers (its
         # append-detection cache) can never come to mean another value
-        self.copy_floor = None  # keys freed below the largest: never to be copied under
-        self.blob_deletions += 1
+        self.copied.forget()  # keys freed below the largest: never to be copied under
         (newest,) = conn.execute("SELECT max(blob_key) FROM blobs").fetchone()
         for chunk in chunks(sorted(key for key in keys if key != newest)):
             marks = ",".join("?" * len(chunk))

@@ -2,17 +2,19 @@
 
 The class implements the contract by delegating to the parts of this package (see its
 `__init__`); a backend gives it a connection with its transactions, and adds what only it
-can do (vacuum, row-by-row archive copies, its integrity checks). The database's invariants
+can do (vacuum, the keys rows copied in take, its integrity checks). The database's invariants
 are those of `ttcli.savers.base`.
 """
 
 from __future__ import annotations
 
 import builtins
+from abc import abstractmethod
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from ttcli.configs import RunnableConfig, check_text
+from ttcli.errors import ConfigError
 from ttcli.savers.base import (
     BaseSaver,
     Checkpoint,
@@ -23,6 +25,7 @@ from ttcli.savers.base import (
 from ttcli.savers.blobs import BlobStore
 from ttcli.savers.serde import Serializer
 from ttcli.savers.sql.blob_table import SqlBlobRows
+from ttcli.savers.sql.copy import RowCopy
 from ttcli.savers.sql.db import Db
 from ttcli.savers.sql.deletion import Deletion
 from ttcli.savers.sql.ids import id_bytes, id_text, require_id
@@ -56,6 +59,19 @@ class SqlSaver(BaseSaver):
         parts = (connection, self.rows, self.pending, self.states, self.blobs, self.names)
         self.writer = Writer(*parts)
         self.deletion = Deletion(*parts)
+        #: what row copies into this database remember (see `ttcli.savers.sql.copy`)
+        self.copied = self.deletion.copied
+        connection.on_rollback.append(self.copied.forget)
+        connection.on_other_writer.append(self.copied.forget)
+
+    #: whether rows copied in may keep keys the database never used (`copy_rows`): only
+    #: where no other writer can take one meanwhile; else they get `new_blob_keys`
+    keeps_copied_keys = False
+
+    @abstractmethod
+    def new_blob_keys(self, conn: Db, count: int, above: int) -> Iterator[int]:
+        """At least `count` blob keys for values copied in, in increasing order, above
+        `above` (every key the copy has seen) and never handed out to anyone else."""
 
     @property
     def deleted_bytes(self) -> int:
@@ -75,6 +91,13 @@ class SqlSaver(BaseSaver):
 
     def batch_held(self) -> bool:
         return self.connection.batch_held()
+
+    def copy_rows(self, config: RunnableConfig, below: str, target: BaseSaver) -> int | None:
+        if not isinstance(target, SqlSaver):
+            return None
+        if self.stores_in(target):
+            raise ConfigError(f"cannot copy {self.path} into itself: archive to another file")
+        return RowCopy(self, target, self.ref(config)).copy_below(require_id(below))
 
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         with self.connection.read() as conn:

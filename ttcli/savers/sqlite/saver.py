@@ -1,25 +1,23 @@
 """SqliteSaver: the saver contract on one SQLite file, in the format of `schema.sql`.
 
 The contract itself is `ttcli.savers.sql.SqlSaver`'s; this class opens the file and adds what
-only SQLite does: vacuuming, archive copies row by row, and SQLite's integrity checks.
+only SQLite does: vacuuming, the keys rows copied in take, and SQLite's integrity checks.
 """
 
 from __future__ import annotations
 
 import builtins
+import itertools
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from ttcli.configs import RunnableConfig
-from ttcli.errors import ConfigError
 from ttcli.savers.base import BaseSaver
 from ttcli.savers.serde import Serializer
-from ttcli.savers.sql.ids import require_id
+from ttcli.savers.sql.db import Db
 from ttcli.savers.sql.saver import SqlSaver
 from ttcli.savers.sqlite.connection import DEFAULT_BUSY_TIMEOUT, Connection
-from ttcli.savers.sqlite.copy import RowCopy, same_file
 from ttcli.savers.sqlite.integrity import integrity_problems
 from ttcli.savers.sqlite.metadata_filter import sqlite_match
 
@@ -74,13 +72,24 @@ class SqliteSaver(SqlSaver):
             isinstance(other, SqliteSaver) and same_file(self.path, other.path)
         )
 
-    def copy_rows(self, config: RunnableConfig, below: str, target: BaseSaver) -> int | None:
-        if not isinstance(target, SqliteSaver):
-            return None
-        if self.stores_in(target):
-            raise ConfigError(f"cannot copy {self.path} into itself: archive to another file")
-        return RowCopy(self, target, self.ref(config)).copy_below(require_id(below))
+    # a write transaction holds the whole file: nobody takes a key meanwhile, and a new row
+    # gets the largest key plus one (the newest blob is never deleted: see deletion.py)
+    keeps_copied_keys = True
+
+    def new_blob_keys(self, conn: Db, count: int, above: int) -> Iterator[int]:
+        return itertools.count(above + 1)
 
     def integrity_problems(self) -> builtins.list[str]:
         with self.connection.read() as conn:
             return integrity_problems(conn)
+
+
+def same_file(one: str, other: str) -> bool:
+    """Whether two paths name one file: by inode (hard links, symbolic links, any spelling),
+    or, for a file not created yet, by resolved path."""
+    if ":memory:" in (one, other):
+        return False
+    try:
+        return os.path.samefile(one, other)
+    except OSError:
+        return Path(one).resolve() == Path(other).resolve()

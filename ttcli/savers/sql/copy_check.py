@@ -9,9 +9,9 @@ from typing import Any
 
 from ttcli.errors import StorageError
 from ttcli.savers.records import unpack_parent
+from ttcli.savers.sql.copy_page import READ_BACK, TABLED, Page, fetch_blobs, translated_pending
 from ttcli.savers.sql.params import chunks
-from ttcli.savers.sqlite.copy_page import READ_BACK, TABLED, Page, fetch_blobs, translated_pending
-from ttcli.savers.sqlite.rekey import rekey_pending, rekey_state
+from ttcli.savers.sql.rekey import rekey_pending, rekey_state
 
 
 class PageCheck:

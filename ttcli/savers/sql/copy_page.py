@@ -3,17 +3,18 @@ target transaction (see copy.py)."""
 
 from __future__ import annotations
 
-import sqlite3
 import uuid
 from typing import TYPE_CHECKING, Any
 
 from ttcli.errors import StorageError
 from ttcli.savers.blobs import entry_refs
 from ttcli.savers.records import State, pending_refs, state_refs, unpack_parent
+from ttcli.savers.sql import statements as sql
+from ttcli.savers.sql.db import Db, scalar
 from ttcli.savers.sql.params import chunks
 
 if TYPE_CHECKING:
-    from ttcli.savers.sqlite.copy import RowCopy
+    from ttcli.savers.sql.copy import RowCopy
 
 _INSERT = """
 INSERT INTO checkpoints (
@@ -32,9 +33,15 @@ WHERE thread_key = ? AND checkpoint_id >= ? AND checkpoint_id <= ?
 
 TABLED = "SELECT checkpoint_id FROM writes WHERE thread_key = ? AND checkpoint_id BETWEEN ? AND ?"
 
-_LATEST = "SELECT max(checkpoint_id) FROM checkpoints WHERE thread_key = ?"
+_BRANCH = """
+INSERT INTO branches (thread_key, parent_id, checkpoint_id) VALUES (?, ?, ?)
+ON CONFLICT DO NOTHING
+"""
 
-_BRANCH = "INSERT OR IGNORE INTO branches (thread_key, parent_id, checkpoint_id) VALUES (?, ?, ?)"
+_WRITES = """
+INSERT INTO writes (thread_key, checkpoint_id, tasks) VALUES (?, ?, ?)
+ON CONFLICT (thread_key, checkpoint_id) DO UPDATE SET tasks = excluded.tasks
+"""
 
 _BLOBS = "SELECT blob_key, base_key, is_record, value FROM blobs WHERE blob_key IN ({marks})"
 
@@ -45,8 +52,8 @@ class Page:
     def __init__(
         self,
         copy: RowCopy,
-        sconn: sqlite3.Connection,
-        tconn: sqlite3.Connection,
+        sconn: Db,
+        tconn: Db,
         source_key: int,
         target_key: int,
         below: bytes,
@@ -70,7 +77,7 @@ class Page:
 
     def copy(self, rows: list[Any], last: bool) -> int:
         todo = self._read(rows)
-        (latest,) = self.tconn.execute(_LATEST, (self.target_key,)).fetchone()
+        latest = self._latest()
         # rows newer than all the target holds (the usual case) are placed without asking it
         # row by row, and inserted together
         appending = not todo or latest is None or todo[0][0] > latest
@@ -84,7 +91,7 @@ class Page:
                     branches.append((self.target_key, parent, checkpoint_id))
                 latest = checkpoint_id
             else:
-                (latest,) = self.tconn.execute(_LATEST, (self.target_key,)).fetchone()
+                latest = self._latest()
                 follows = self.c.target.writer.place(
                     self.tconn, self.target_key, checkpoint_id, parent, latest
                 )
@@ -115,6 +122,11 @@ class Page:
             (len(self.copied), self.target_key),
         )
         return len(self.copied)
+
+    def _latest(self) -> bytes | None:
+        """The target thread's latest checkpoint as it is now (not as cached for the batch:
+        the copy inserts rows behind the saver's back)."""
+        return scalar(self.tconn, sql.LATEST_ID, {"thread_key": self.target_key})  # type: ignore[no-any-return]
 
     def _read(self, rows: list[Any]) -> list[Any]:
         """The rows the target lacks, with what they point at decoded and their blobs
@@ -244,13 +256,14 @@ class Page:
         ).fetchone()
         merged = _merge(self.serde.loads(row[0]), translated, replace) if row else translated
         self.tconn.execute(
-            "INSERT OR REPLACE INTO writes (thread_key, checkpoint_id, tasks) VALUES (?, ?, ?)",
+            _WRITES,
             (self.target_key, checkpoint_id, self.serde.dumps(merged, path="pending writes")),
         )
 
     def _copy_blobs(self, keys: list[int]) -> None:
         """Copy the blobs behind `keys` not copied yet, bases and parts first: under the
-        same key if the target never used it, else under a new one above every key seen."""
+        same key if the target never used it and may take it, else under a new one above
+        every key seen."""
         wanted = {key for key in keys if key not in self.c.blobs}
         rows: dict[int, tuple[int | None, int, bytes]] = {}
         while wanted:
@@ -270,10 +283,14 @@ class Page:
                 wanted.update(k for k in more if k not in rows and k not in self.c.blobs)
         if not rows:
             return
-        (newest,) = self.tconn.execute("SELECT max(blob_key) FROM blobs").fetchone()
-        floor = self._key_floor(newest or 0)
-        taken = fetch_blobs(self.tconn, [key for key in rows if floor < key <= (newest or 0)])
-        next_key = max(newest or 0, *rows) + 1
+        newest = scalar(self.tconn, "SELECT max(blob_key) FROM blobs") or 0
+        floor = self._key_floor(newest)
+        taken = (
+            {}
+            if floor is None
+            else fetch_blobs(self.tconn, [key for key in rows if floor < key <= newest])
+        )
+        new_keys = self.c.target.new_blob_keys(self.tconn, len(rows), max(newest, *rows))
         inserted = []
         for key in sorted(rows):  # a blob points only at older ones: they are decided first
             base_key, is_record, data = rows[key]
@@ -283,10 +300,16 @@ class Page:
             if taken.get(key) == (base, is_record, data):  # copied already (an earlier page)
                 self.c.blobs[key] = key
                 continue
-            if key > floor and key not in taken and base == base_key and data == rows[key][2]:
+            if (
+                floor is not None
+                and key > floor
+                and key not in taken
+                and base == base_key
+                and data == rows[key][2]
+            ):
                 self.c.blobs[key] = key
             else:
-                self.c.blobs[key], next_key = next_key, next_key + 1
+                self.c.blobs[key] = next(new_keys)
             inserted.append((self.c.blobs[key], base, is_record, data))
         self.new_blobs += inserted
         self.tconn.executemany(
@@ -294,19 +317,22 @@ class Page:
             inserted,
         )
 
-    def _key_floor(self, newest: int) -> int:
+    def _key_floor(self, newest: int) -> int | None:
         """The largest blob key the target may ever have used before: a free key above it
         never meant anything there, so a blob copied under it cannot be taken for an older
         value by a process that remembers one (a deleted blob's key is never given again).
+        None where the target takes no key of the copy's choosing.
 
         It is the target's largest key when this saver first copied into it, for as long as
-        no other connection has changed the file and this saver has deleted no blob since.
+        the target remembers it (`CopyMemory`: no other connection has changed the database
+        and this saver has deleted no blob since).
         """
-        (version,) = self.tconn.execute("PRAGMA data_version").fetchone()
-        known = self.c.target.deletion.copy_floor
-        floor = newest if known is None or known[1] != version else known[0]
-        self.c.target.deletion.copy_floor = (floor, version)
-        return floor
+        if not self.c.target.keeps_copied_keys:
+            return None
+        memory = self.c.target.copied
+        if memory.floor is None:
+            memory.floor = newest
+        return memory.floor
 
     # -- the check -------------------------------------------------------------------------
 
@@ -332,9 +358,7 @@ def _merge(old: dict[Any, Any], new: dict[Any, Any], replace: bool) -> dict[Any,
     return {task: [path, sorted(writes.values())] for task, (path, writes) in merged.items()}
 
 
-def fetch_blobs(
-    conn: sqlite3.Connection, keys: list[int]
-) -> dict[int, tuple[int | None, int, bytes]]:
+def fetch_blobs(conn: Db, keys: list[int]) -> dict[int, tuple[int | None, int, bytes]]:
     found: dict[int, tuple[int | None, int, bytes]] = {}
     for chunk in chunks(keys):
         marks = ",".join("?" * len(chunk))

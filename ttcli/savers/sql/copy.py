@@ -1,33 +1,37 @@
-"""Copying a thread's oldest checkpoints from one ttcli file into another, row by row.
+"""Copying a thread's oldest checkpoints from one ttcli database into another, row by row.
 
 Archiving must keep up with pruning, so it copies stored rows instead of reading values and
-writing them again. The target takes the source's name keys wherever they are free there, and
-its blob keys wherever the target never used them (see `Page._key_floor`), and a row whose
-keys all carry over is copied byte for byte; other rows have their keys translated, decoding
+writing them again: between any two databases of ttcli's format (SQLite files, PostgreSQL
+databases; both store the same columns in the same encoding), through the `Db` statements
+both run. Where the target may take keys it never used (SQLite, whose writer holds the whole
+file), it takes the source's name keys wherever they are free there, and its blob keys
+wherever it never used them (see `Page._key_floor`), and a row whose keys all carry over is
+copied byte for byte; elsewhere (PostgreSQL, whose keys come from sequences other writers
+draw from meanwhile) names are added by name and blobs get keys of the target's own
+(`SqlSaver.new_blob_keys`). Rows whose keys do not carry over have them translated, decoding
 only the entries that point at blobs.
 Each page of rows is one target transaction, read back and compared with the source (bytes,
 or states by name; pending writes; blobs) before it commits; a page that does not compare is
-rolled back and the prune stops before deleting anything.
+rolled back and the prune stops before deleting anything. Where blobs went is remembered by
+the target (`CopyMemory`) from page to page and from one prune to the next, for as long as
+it stays true.
 """
 
 from __future__ import annotations
 
-import os
-import sqlite3
-from collections import OrderedDict
 from collections.abc import Iterable
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ttcli.configs import CheckpointRef
 from ttcli.errors import StorageError
 from ttcli.savers.serde import Ref
-from ttcli.savers.sqlite.copy_check import PageCheck
-from ttcli.savers.sqlite.copy_page import Page
-from ttcli.savers.sqlite.rekey import rekey_pending, rekey_state
+from ttcli.savers.sql.copy_check import PageCheck
+from ttcli.savers.sql.copy_page import Page
+from ttcli.savers.sql.db import Db
+from ttcli.savers.sql.rekey import rekey_pending, rekey_state
 
 if TYPE_CHECKING:
-    from ttcli.savers.sqlite import SqliteSaver
+    from ttcli.savers.sql.saver import SqlSaver
 
 PAGE = 500  # checkpoints per target transaction
 BLOB_MAP_MAX = 65_536  # blob keys remembered between pages (a forgotten one is copied again)
@@ -44,27 +48,16 @@ LIMIT :limit
 """
 
 
-def same_file(one: str, other: str) -> bool:
-    """Whether two paths name one file: by inode (hard links, symbolic links, any spelling),
-    or, for a file not created yet, by resolved path."""
-    if ":memory:" in (one, other):
-        return False
-    try:
-        return os.path.samefile(one, other)
-    except OSError:
-        return Path(one).resolve() == Path(other).resolve()
-
-
 class RowCopy:
-    """One thread's copy from `source` into `target` (SqliteSavers on different files)."""
+    """One thread's copy from `source` into `target` (savers on different databases)."""
 
-    def __init__(self, source: SqliteSaver, target: SqliteSaver, ref: CheckpointRef) -> None:
+    def __init__(self, source: SqlSaver, target: SqlSaver, ref: CheckpointRef) -> None:
         self.source, self.target, self.ref = source, target, ref
         self.names: dict[int, int] = {}
         self.same_names = False
-        self.blobs: OrderedDict[int, int] = OrderedDict()
-        #: the target's PRAGMA data_version and its saver's blob deletions at the last page
-        self.version: tuple[int, int] | None = None
+        #: the source's blob keys and the target's keys of the blobs copied from them (as
+        #: the target remembers them: asked again on every page)
+        self.blobs = target.copied.blobs(source)
 
     def copy_below(self, below: bytes) -> int:
         """Copy every checkpoint below `below` that the target lacks; returns how many."""
@@ -82,10 +75,12 @@ class RowCopy:
                     return copied
                 last, rows = len(rows) <= PAGE, rows[:PAGE]
                 with self.target.batch():
-                    tconn = self.target.conn
+                    # the thread's lock first: on PostgreSQL, what others deleted until then
+                    # is noticed with it (what the target remembers is forgotten then)
+                    tconn = self.target.connection.conn
                     target_key = self.target.rows.thread_key(tconn, self.ref, create=True)
                     assert target_key is not None
-                    self.notice_others(tconn)
+                    self.blobs = self.target.copied.blobs(self.source)
                     self.share_names(sconn, tconn)
                     page = Page(self, sconn, tconn, source_key, target_key, below)
                     copied += page.copy(rows, last)
@@ -98,28 +93,27 @@ class RowCopy:
 
     # -- translation ---------------------------------------------------------------------------
 
-    def notice_others(self, tconn: sqlite3.Connection) -> None:
-        """Forget which blobs were copied where if another connection changed the target
-        since the last page, or the target saver deleted blobs (from another Python thread):
-        some of them may be gone."""
-        (version,) = tconn.execute("PRAGMA data_version").fetchone()
-        seen = (version, self.target.deletion.blob_deletions)
-        if seen != self.version:
-            self.blobs.clear()
-        self.version = seen
-
-    def share_names(self, sconn: sqlite3.Connection, tconn: sqlite3.Connection) -> None:
+    def share_names(self, sconn: Db, tconn: Db) -> None:
         """Give the target the source's name keys where they are free there (or already
-        name the same), so that rows copy byte for byte."""
+        name the same), so that rows copy byte for byte. A target that cannot take keys of
+        its own choosing gets the names it lacks in the source's order (an empty one then
+        gives them the source's keys all the same)."""
         theirs = dict(sconn.execute("SELECT name_key, name FROM names").fetchall())
         ours = dict(tconn.execute("SELECT name_key, name FROM names").fetchall())
-        free = [(key, name) for key, name in theirs.items() if key not in ours]
-        if free:
-            tconn.executemany("INSERT INTO names (name_key, name) VALUES (?, ?)", free)
-            self.target.names.forget()
-            ours.update(free)
+        if self.target.keeps_copied_keys:
+            free = [(key, name) for key, name in theirs.items() if key not in ours]
+            if free:
+                tconn.executemany("INSERT INTO names (name_key, name) VALUES (?, ?)", free)
+                self.target.names.forget()
+                ours.update(free)
+        else:
+            known = set(ours.values())
+            for _key, name in sorted(theirs.items()):
+                if name not in known:
+                    ours[self.target.names.key(name)] = name
+                    known.add(name)
         for key, name in theirs.items():
-            if ours[key] == name:
+            if ours.get(key) == name:
                 self.names[key] = key
         self.same_names = all(self.names.get(key) == key for key in theirs)
 
