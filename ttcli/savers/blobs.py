@@ -158,7 +158,7 @@ class BlobStore:
         if info is not None:  # a map this store wrote
             self._dicts.move_to_end(blob_key)
             value = self.serde.loads(info.data)
-            return self._hand_out(blob_key, value, flat_types(value.values()))
+            return self._hand_out(blob_key, value, flat_types(value.values()), full=True)
         decoded = self._decoded.get(blob_key)
         if decoded is not None:
             # copied first, then compared: what another thread changes meanwhile in the
@@ -197,23 +197,31 @@ class BlobStore:
             (key, _base, is_record, data), *rows = rows
             value = self._decode(is_record, data, key)
             types = flat_types(value.values()) if type(value) is dict else None
-            shares = self._maps.keep(key, value, types) is not None
+            shares = self._maps.keep(key, value, types, full=True) is not None
             if shares:
                 value = dict(value)  # the kept map stays as it is
+        added: list[Any] = []
         for key, _base, _is_record, data in rows:
             change = self._decode(0, data, key)
             dict_delta.apply(value, change, key)
-            if types is not None:
-                added = flat_types(change[0].values())
-                types = None if added is None else types | added
-        return self._hand_out(blob_key, value, types, shares=shares)
+            added += change[0].values()
+        if types is not None and added:
+            more = flat_types(added)
+            types = None if more is None else types | more
+        return self._hand_out(blob_key, value, types, full=False, shares=shares)
 
     def _hand_out(
-        self, blob_key: int, value: Any, types: frozenset[type] | None, *, shares: bool = False
+        self,
+        blob_key: int,
+        value: Any,
+        types: frozenset[type] | None,
+        *,
+        full: bool,
+        shares: bool = False,
     ) -> Any:
         """A map just read, kept if it may be (then the reader gets a copy); one sharing
         values with a kept map is copied as deep as those go."""
-        kept = self._maps.keep(blob_key, value, types)
+        kept = self._maps.keep(blob_key, value, types, full=full)
         if kept is not None:
             return kept.copy()
         return unshared(value) if shares else value

@@ -89,21 +89,22 @@ _Made = tuple[list[bytes], list[str], DictInfo]
 
 
 def _replaced(base: DictInfo, value: dict[Any, Any], packer: msgpack.Packer) -> _Made | None:
-    """The delta of the usual step: `value` has the keys of `base` and holds the objects
-    `base` was encoded from in all but a few entries (a node copied the map and set a key).
+    """The delta of the usual step: `value` holds the objects `base` was encoded from in
+    all but a few entries (a node copied the map and set a key).
 
-    Only those few are encoded on their own; then the whole map is, at C speed, and must be
-    `base` with just those entries replaced, byte for byte. A value changed in place, or
-    replaced by an equal one of another type (1 for True), makes it differ: then None, as
-    for any other case, and the caller compares every entry (`_compared`).
+    Only those few are encoded on their own (with the keys of `base`); then the whole map
+    is, at C speed, and must be `base` with just those entries replaced, byte for byte. A
+    key renamed, a value changed in place, or replaced by an equal one of another type (1
+    for True) makes it differ: then None, as for any other case, and the caller compares
+    every entry (`_compared`).
     """
-    keys, values = list(value), tuple(value.values())
-    if keys != base.keys:
+    values, keys, sizes = tuple(value.values()), base.keys, list(base.sizes)
+    if len(values) != len(keys):
         return None
     replaced = list(compress(count(), map(operator.is_not, values, base.values)))
     if 2 * len(replaced) > len(keys):
         return None
-    old, sizes = base.data, list(base.sizes)
+    old = base.data
     pieces: list[bytes] = []
     changed: list[bytes] = []
     copied = 0  # bytes of `old` in `pieces`
@@ -120,7 +121,7 @@ def _replaced(base: DictInfo, value: dict[Any, Any], packer: msgpack.Packer) -> 
     data = packer.pack(value)
     if data != b"".join(pieces):
         return None
-    return changed, [], DictInfo(base.keys, data, sizes, values, base.depth + 1)
+    return changed, [], DictInfo(keys, data, sizes, values, base.depth + 1)
 
 
 def _compared(base: DictInfo, value: dict[Any, Any], packer: msgpack.Packer) -> _Made | None:

@@ -18,8 +18,8 @@ from typing import Any
 
 from ttcli.savers import serde
 
-KEPT_MAPS_MAX = 32
-KEPT_ENTRIES_MAX = 1 << 18  # entries of all kept maps together: memory stays bounded
+KEPT_MAPS_MAX = 16  # full copies, and as many maps made from them
+KEPT_ENTRIES_MAX = 1 << 17  # entries of either kind together: memory stays bounded
 
 _CONTAINERS = frozenset({dict, list})
 _FLAT = serde.SCALARS | _CONTAINERS
@@ -67,8 +67,35 @@ def flat_types(values: Iterable[Any]) -> frozenset[type] | None:
 
 
 class KeptMaps:
-    """The maps of the blobs read last, by blob key (least recently used goes first)."""
+    """The maps of the blobs read last, by blob key (least recently used goes first).
 
+    Full copies are kept apart from the maps made from them by applying deltas (which
+    share their values, so cost little): reading a past checkpoint keeps two of the latter,
+    and they are not to push out the full copies that make the next read cheap.
+    """
+
+    def __init__(self) -> None:
+        self._full = _Kept()
+        self._derived = _Kept()
+
+    def get(self, blob_key: int) -> Kept | None:
+        return self._derived.get(blob_key) or self._full.get(blob_key)
+
+    def keep(
+        self, blob_key: int, value: Any, types: frozenset[type] | None, *, full: bool
+    ) -> Kept | None:
+        """Keep a map no one else holds (it must not change after), if it is flat (see
+        `flat_types`) and not too large; `full` if it was decoded whole."""
+        if types is None or type(value) is not dict or len(value) > KEPT_ENTRIES_MAX:
+            return None
+        return (self._full if full else self._derived).keep(blob_key, Kept(value, types))
+
+    def clear(self) -> None:
+        self._full.clear()
+        self._derived.clear()
+
+
+class _Kept:
     def __init__(self) -> None:
         self._maps: OrderedDict[int, Kept] = OrderedDict()
         self._entries = 0
@@ -79,14 +106,10 @@ class KeptMaps:
             self._maps.move_to_end(blob_key)
         return kept
 
-    def keep(self, blob_key: int, value: Any, types: frozenset[type] | None) -> Kept | None:
-        """Keep a map no one else holds (it must not change after), if it is flat (see
-        `flat_types`) and not too large."""
-        if types is None or type(value) is not dict or len(value) > KEPT_ENTRIES_MAX:
-            return None
+    def keep(self, blob_key: int, kept: Kept) -> Kept:
         gone = self._maps.pop(blob_key, None)
-        self._entries += len(value) - (0 if gone is None else len(gone.value))
-        kept = self._maps[blob_key] = Kept(value, types)
+        self._entries += len(kept.value) - (0 if gone is None else len(gone.value))
+        self._maps[blob_key] = kept
         while len(self._maps) > KEPT_MAPS_MAX or self._entries > KEPT_ENTRIES_MAX:
             _, dropped = self._maps.popitem(last=False)
             self._entries -= len(dropped.value)
