@@ -227,3 +227,37 @@ def test_a_map_written_by_a_node_is_its_pending_write_too(tmp_path: Path) -> Non
         assert json.dumps(written[0], sort_keys=True) == json.dumps(
             latest.values["table"], sort_keys=True
         )
+
+
+def test_one_map_changed_in_place_every_step_reads_as_it_was_at_each(tmp_path: Path) -> None:
+    """A node that returns the same map object every step, having changed a nested value in
+    place to an equal one of another type (1, then True, then 1.0): every checkpoint and
+    every pending write reads the map as it was when stored."""
+    table = {key: {"n": 1, "text": "x" * i} for i, key in enumerate(KEYS)}
+    seen: list[Any] = []
+
+    def step(state: Table) -> dict[str, Any]:
+        item = table[KEYS[state["step"] % 3]]
+        item["n"] = retyped(item["n"]) if state["step"] % 4 else True
+        seen.append(exactly(table))
+        return {"table": table, "step": state["step"] + 1}
+
+    builder = StateGraph(Table)
+    builder.add_node("step", step)
+    builder.add_edge(START, "step")
+    builder.add_conditional_edges("step", lambda s: "step" if s["step"] < 40 else END)
+    with SqliteSaver.from_conn_string(tmp_path / "ttcli.db") as saver:
+        app = builder.compile(checkpointer=saver)
+        config = {"configurable": {"thread_id": "t"}, "recursion_limit": 100}
+        first = exactly(table)
+        app.invoke({"table": table, "ops": [], "step": 0}, config)
+        expected = [first, *seen]
+        for snapshot in app.get_state_history(config):
+            if snapshot.metadata["source"] != "loop":
+                continue
+            at = snapshot.values["step"]
+            assert exactly(snapshot.values["table"]) == expected[at]
+            saved = saver.get_tuple(snapshot.config)
+            assert saved is not None
+            written = [v for _t, c, v in saved.pending_writes or [] if c == "table"]
+            assert [exactly(v) for v in written] == expected[at + 1 : at + 2]

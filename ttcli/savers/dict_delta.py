@@ -10,6 +10,12 @@ maps with text keys whose order is kept that way, so a map reads back exactly as
 
 A chain gets a full copy at least every DELTA_DEPTH_MAX deltas, so reading a past value
 applies few of them; and a delta is written only when it is under half the map.
+
+Finding the keys that changed is what a step costs: the usual step (a node copies the map
+and sets a key) encodes the new entries and then the whole map once, at C speed, and compares
+it with the stored map spliced with them (`_replaced`); any other change, or a value changed
+in place, is found by comparing each entry encoded (`_compared`). Bytes are compared, never
+objects, so an equal value of another type (1 for True) is a change.
 """
 
 from __future__ import annotations
