@@ -35,7 +35,7 @@ from ttcli.errors import CorruptValueError
 from ttcli.savers import dict_delta, serde
 from ttcli.savers.decoded import Decoded, Lineage
 from ttcli.savers.dict_delta import DictInfo
-from ttcli.savers.kept_maps import Kept, KeptMaps, flat_types, unshared
+from ttcli.savers.kept_maps import Kept, KeptMaps, map_types, unshared
 from ttcli.savers.serde import Ref, Serializer
 
 INLINE_MAX = 24  # values encoding to at most this many bytes stay inline
@@ -146,11 +146,13 @@ class BlobStore:
     def read_channel(self, blob_key: int, row: tuple[int | None, int, bytes] | None = None) -> Any:
         """A channel value: the blob's list, and those it appends to (blobs never change);
         or its map, and those it changes. With its `row`, if the blob is known to be a map
-        delta: then it is read from its base's map if that is kept, without the chain."""
+        delta: then it is read from its base's map if that is kept, without the chain (a
+        blob only ever points at an older one; any other link is read, and refused, through
+        the chain)."""
         kept_map = self._maps.get(blob_key)
         if kept_map is not None:
             return kept_map.copy()
-        if row is not None and row[0] is not None:
+        if row is not None and row[0] is not None and row[0] < blob_key:
             base = self._maps.get(row[0])
             if base is not None:
                 return self._map(blob_key, base, [(blob_key, *row)])
@@ -158,7 +160,7 @@ class BlobStore:
         if info is not None:  # a map this store wrote
             self._dicts.move_to_end(blob_key)
             value = self.serde.loads(info.data)
-            return self._hand_out(blob_key, value, flat_types(value.values()), full=True)
+            return self._hand_out(blob_key, value, map_types(value), full=True)
         decoded = self._decoded.get(blob_key)
         if decoded is not None:
             # copied first, then compared: what another thread changes meanwhile in the
@@ -196,17 +198,17 @@ class BlobStore:
         else:
             (key, _base, is_record, data), *rows = rows
             value = self._decode(is_record, data, key)
-            types = flat_types(value.values()) if type(value) is dict else None
+            types = map_types(value)
             shares = self._maps.keep(key, value, types, full=True) is not None
             if shares:
                 value = dict(value)  # the kept map stays as it is
-        added: list[Any] = []
+        added: dict[Any, Any] = {}  # the entries the deltas set, the last of each key
         for key, _base, _is_record, data in rows:
             change = self._decode(0, data, key)
             dict_delta.apply(value, change, key)
-            added += change[0].values()
+            added.update(change[0])
         if types is not None and added:
-            more = flat_types(added)
+            more = map_types(added)
             types = None if more is None else types | more
         return self._hand_out(blob_key, value, types, full=False, shares=shares)
 

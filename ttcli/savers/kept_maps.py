@@ -47,6 +47,14 @@ def unshared(value: dict[Any, Any]) -> dict[Any, Any]:
     return {k: v.copy() if type(v) in _CONTAINERS else v for k, v in value.items()}
 
 
+def map_types(value: Any) -> frozenset[type] | None:
+    """The types of a map's values if its keys are immutable scalars and its values are
+    flat (see `flat_types`); else None."""
+    if type(value) is not dict or not set(map(type, value)) <= serde.SCALARS:
+        return None
+    return flat_types(value.values())
+
+
 def flat_types(values: Iterable[Any]) -> frozenset[type] | None:
     """The types of values that are immutable scalars, or maps and lists of them only
     (checked at C speed); None if another value is among them."""
