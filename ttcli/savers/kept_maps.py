@@ -49,13 +49,13 @@ def unshared(value: dict[Any, Any]) -> dict[Any, Any]:
 
 def map_types(value: Any) -> frozenset[type] | None:
     """The types of a map's values if its keys are immutable scalars and its values are
-    flat (see `flat_types`); else None."""
+    flat (see `_flat_types`); else None."""
     if type(value) is not dict or not set(map(type, value)) <= serde.SCALARS:
         return None
-    return flat_types(value.values())
+    return _flat_types(value.values())
 
 
-def flat_types(values: Iterable[Any]) -> frozenset[type] | None:
+def _flat_types(values: Iterable[Any]) -> frozenset[type] | None:
     """The types of values that are immutable scalars, or maps and lists of them only
     (checked at C speed); None if another value is among them."""
     values = list(values)
@@ -93,7 +93,7 @@ class KeptMaps:
         self, blob_key: int, value: Any, types: frozenset[type] | None, *, full: bool
     ) -> Kept | None:
         """Keep a map no one else holds (it must not change after), if it is flat (see
-        `flat_types`) and not too large; `full` if it was decoded whole."""
+        `_flat_types`) and not too large; `full` if it was decoded whole."""
         if types is None or type(value) is not dict or len(value) > KEPT_ENTRIES_MAX:
             return None
         return (self._full if full else self._derived).keep(blob_key, Kept(value, types))
