@@ -253,7 +253,7 @@ def test_one_map_changed_in_place_every_step_reads_as_it_was_at_each(tmp_path: P
         app.invoke({"table": table, "ops": [], "step": 0}, config)
         expected = [first, *seen]
         for snapshot in app.get_state_history(config):
-            if snapshot.metadata["source"] != "loop":
+            if (snapshot.metadata or {}).get("source") != "loop":
                 continue
             at = snapshot.values["step"]
             assert exactly(snapshot.values["table"]) == expected[at]
