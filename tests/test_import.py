@@ -374,24 +374,57 @@ READING = [
 ]
 
 
+@pytest.fixture(params=["sqlite", "postgres"])
+def langgraph_db(request: pytest.FixtureRequest, langgraph_file: Path) -> str:
+    """The LangGraph database of `_fill`: a SqliteSaver file or a PostgresSaver database."""
+    return str(langgraph_file) if request.param == "sqlite" else _langgraph_postgres()
+
+
+def _langgraph_kind(source: str) -> str:
+    return "PostgresSaver database" if source.startswith("postgresql://") else "SqliteSaver file"
+
+
+def _shown_db(source: str) -> str:
+    """The database as ttcli's messages name it (a DSN without its password or options)."""
+    if not source.startswith("postgresql://"):
+        return source
+    from ttcli.savers.postgres.connection import display_name
+
+    return display_name(source)
+
+
+def _langgraph_rows(source: str) -> Any:
+    """Everything in a LangGraph database, to show a command left it as it was."""
+    if not source.startswith("postgresql://"):
+        return Path(source).read_bytes()
+    import psycopg
+
+    with psycopg.connect(source) as conn:
+        return [
+            conn.execute(f"SELECT * FROM {table} ORDER BY 1, 2, 3, 4").fetchall()
+            for table in ("checkpoints", "checkpoint_blobs", "checkpoint_writes")
+        ]
+
+
 @pytest.mark.parametrize("args", READING, ids=[" ".join(args[:2]) for args in READING])
-def test_the_reading_commands_read_a_langgraph_file_as_imported(
-    langgraph_file: Path, tmp_path: Path, new_db: NewDb, args: list[str]
+def test_the_reading_commands_read_a_langgraph_database_as_imported(
+    langgraph_db: str, tmp_path: Path, new_db: NewDb, args: list[str]
 ) -> None:
     imported = new_db("ttcli.db")
-    assert ttcli(imported, "import", str(langgraph_file)).exit_code == 0
-    before = langgraph_file.read_bytes()
+    assert ttcli(imported, "import", langgraph_db).exit_code == 0
+    before = _langgraph_rows(langgraph_db)
 
-    found = ttcli(langgraph_file, "--json", *args)
+    found = ttcli(langgraph_db, "--json", *args)
     expected = ttcli(imported, "--json", *args)
 
     assert found.exit_code == 0, found.stderr
-    note = f"note: {langgraph_file} is a LangGraph SqliteSaver file, read-only\n"
+    note = f"note: {_shown_db(langgraph_db)} is a LangGraph {_langgraph_kind(langgraph_db)}, "
+    note += "read-only\n"
     assert found.stderr == note + expected.stderr
     assert _same_activity(found.stdout) == _same_activity(expected.stdout)
-    # never changed: same bytes, no journal left beside it
-    assert langgraph_file.read_bytes() == before
-    assert list(tmp_path.glob("langgraph.sqlite*")) == [langgraph_file]
+    # never changed: same rows (a file: same bytes, no journal left beside it)
+    assert _langgraph_rows(langgraph_db) == before
+    assert list(tmp_path.glob("langgraph.sqlite*")) == [tmp_path / "langgraph.sqlite"]
 
 
 def test_the_reading_commands_read_a_subgraphs_namespace(langgraph_file: Path) -> None:
@@ -409,17 +442,18 @@ def test_the_reading_commands_read_a_subgraphs_namespace(langgraph_file: Path) -
      ["prune", "--older-than", "0s", "--yes"]],
     ids=["fork", "update", "prune"],
 )  # fmt: skip
-def test_a_command_that_writes_refuses_a_langgraph_file(
-    langgraph_file: Path, args: list[str]
+def test_a_command_that_writes_refuses_a_langgraph_database(
+    langgraph_db: str, args: list[str]
 ) -> None:
-    before = langgraph_file.read_bytes()
-    result = ttcli(langgraph_file, *args)
+    before = _langgraph_rows(langgraph_db)
+    result = ttcli(langgraph_db, *args)
     assert result.exit_code == 6
     assert result.stderr == (
-        f"Error: {langgraph_file} is a LangGraph SqliteSaver file, which ttcli reads but never "
-        f"writes: copy it into a ttcli database with 'ttcli --db NEW.db import {langgraph_file}'\n"
+        f"Error: {_shown_db(langgraph_db)} is a LangGraph {_langgraph_kind(langgraph_db)}, which "
+        f"ttcli reads but never writes: copy it into a ttcli database with 'ttcli --db NEW.db "
+        f"import {'DSN' if langgraph_db.startswith('postgresql://') else langgraph_db}'\n"
     )
-    assert langgraph_file.read_bytes() == before
+    assert _langgraph_rows(langgraph_db) == before
 
 
 def test_reading_a_forged_langgraph_file_imports_nothing(

@@ -85,13 +85,26 @@ def test_a_dsn_that_cannot_be_used_is_one_line(make: object, code: int, line: st
 
 def test_another_applications_checkpoints_table_is_refused_and_left_alone() -> None:
     dsn = new_dsn()
-    with LangGraphPostgresSaver.from_conn_string(dsn) as langgraph:
-        langgraph.setup()
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("CREATE TABLE checkpoints (order_id int PRIMARY KEY, shipped date)")
+        conn.execute("INSERT INTO checkpoints VALUES (7, '2026-11-30')")
     before = _tables(dsn)
-    assert "checkpoints" in before
     line = r"postgresql://\S+ holds another application's tables .*"
     _fails(dsn, 6, line)
     _fails(dsn, 6, line, "run", "fixtures/order_agent.py:graph", "-t", "x", "--input", "{}")
+    assert _tables(dsn) == before
+
+
+def test_langgraphs_tables_are_read_but_never_written() -> None:
+    dsn = new_dsn()
+    with LangGraphPostgresSaver.from_conn_string(dsn) as langgraph:
+        langgraph.setup()
+    before = _tables(dsn)
+    line = r"postgresql://\S+ is a LangGraph PostgresSaver database, which ttcli reads .*"
+    _fails(dsn, 6, line, "run", "fixtures/order_agent.py:graph", "-t", "x", "--input", "{}")
+    read = ttcli(dsn, "threads")
+    assert read.exit_code == 0, read.stderr
+    assert read.stderr.endswith("is a LangGraph PostgresSaver database, read-only\nno threads\n")
     assert _tables(dsn) == before
 
 

@@ -20,17 +20,29 @@ MISSING_THREAD = (
 )
 
 
+#: the longest thread id or namespace, in UTF-8 bytes: PostgreSQL indexes the two together,
+#: and an index entry holds at most ~2,700 bytes; every saver keeps the same limit, so that a
+#: thread can move between them
+MAX_TEXT_BYTES = 1024
+
+
 def check_text(text: str, what: str) -> None:
     """A thread id, namespace or prefix must be text a file can store (UTF-8): a lone
     surrogate (bytes in another encoding, as Python passes them on from a command line) is
-    a usage error, on every saver."""
+    a usage error, on every saver; and so is one over `MAX_TEXT_BYTES`."""
+    size = len(text)
     if not text.isascii():
         try:
-            text.encode("utf-8")
+            size = len(text.encode("utf-8"))
         except UnicodeEncodeError:
             raise ConfigError(
                 f"{what} {text!r} is not UTF-8 text (bytes in another encoding?): give it in UTF-8"
             ) from None
+    if size > MAX_TEXT_BYTES:
+        raise ConfigError(
+            f"{what} {text[:20]!r}... is {size:,} bytes long, over the {MAX_TEXT_BYTES:,} a "
+            "database indexes: use a shorter one (a hash of it, say)"
+        )
 
 
 @dataclass(frozen=True, slots=True)

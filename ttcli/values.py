@@ -13,22 +13,67 @@ messages reads the same and the stored form stays plain data.
 from __future__ import annotations
 
 import copy
-from collections.abc import Sequence
+import functools
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Generic, TypeVar
 
+_changes = 0
+
+
+def message_changes() -> int:
+    """How many times a message was changed in place (through its own methods) so far.
+
+    A saver that kept messages checks them field by field only when this moved since it
+    last did: a chat's history is not walked at every turn to find it unchanged. Changes
+    made by calling dict's methods on a message (`dict.__setitem__(message, ...)`) bypass
+    the count; the classes whose changes are counted are those `changes_counted` accepts.
+    """
+    return _changes
+
+
+def _counted(method: Callable[..., Any]) -> Callable[..., Any]:
+    """Dict's `method`, counting the change after it was made (so that a check that read
+    the count before it began sees either the change or a new count)."""
+
+    @functools.wraps(method)
+    def changing(self: Message, *args: Any, **kwargs: Any) -> Any:
+        global _changes  # noqa: PLW0603 - one count for every message of the process
+        try:
+            return method(self, *args, **kwargs)
+        finally:
+            _changes += 1
+
+    return changing
+
 
 class Message(dict[str, Any]):
-    """A chat message: a dict with `type`, `content` and `id`, readable as attributes."""
+    """A chat message: a dict with `type`, `content` and `id`, readable as attributes.
+
+    Changes in place are counted (`message_changes`).
+    """
 
     message_type = ""
     #: what reading an absent field gives, as LangChain's message classes default them
     defaults: dict[str, Any] = {"name": None, "additional_kwargs": {}, "response_metadata": {}}
 
     def __init__(self, content: Any = "", **fields: Any) -> None:
+        global _changes  # noqa: PLW0603 - see _counted
         fields.setdefault("type", self.message_type or fields.get("type", "human"))
-        super().__init__(type=fields.pop("type"), content=content, **fields)
-        self.setdefault("id", None)
+        again = bool(self)  # a message made again in place is a change too
+        dict.__init__(self, type=fields.pop("type"), content=content, **fields)
+        dict.setdefault(self, "id", None)
+        if again:
+            _changes += 1
+
+    __setitem__ = _counted(dict.__setitem__)
+    __delitem__ = _counted(dict.__delitem__)
+    __ior__ = _counted(dict.__ior__)
+    update = _counted(dict.update)
+    setdefault = _counted(dict.setdefault)
+    pop = _counted(dict.pop)
+    popitem = _counted(dict.popitem)
+    clear = _counted(dict.clear)
 
     def __getattr__(self, name: str) -> Any:
         try:
@@ -36,6 +81,17 @@ class Message(dict[str, Any]):
         except KeyError:
             if name in self.defaults:
                 return copy.copy(self.defaults[name])
+            raise AttributeError(name) from None
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        # `message.content = ...` changes the field, as on LangChain's message classes
+        # (an attribute beside the fields would be lost when the message is stored)
+        self[name] = value
+
+    def __delattr__(self, name: str) -> None:
+        try:
+            del self[name]
+        except KeyError:
             raise AttributeError(name) from None
 
     def __repr__(self) -> str:
@@ -90,6 +146,27 @@ def rebuild(
     if cls is None:
         return Message(content, type=message_type, id=message_id, **fields)
     return cls(content, id=message_id, **fields)
+
+
+#: the methods through which a message changes in place, all counted
+_CHANGING = (
+    "__setitem__",
+    "__delitem__",
+    "__ior__",
+    "update",
+    "setdefault",
+    "pop",
+    "popitem",
+    "clear",
+)
+
+
+def changes_counted(cls: type) -> bool:
+    """Whether every change in place to a message of this class is counted: a subclass that
+    overrides a changing method may change it without calling `Message`'s."""
+    return issubclass(cls, Message) and all(
+        getattr(cls, name) is getattr(Message, name) for name in _CHANGING
+    )
 
 
 def copy_message(message: Message) -> Message:

@@ -207,6 +207,8 @@ class Env:
     typed: set[str] = field(default_factory=set)
     #: a LangGraph file's threads, read into memory for the reading commands
     _langgraph: BaseSaver | None = field(default=None, repr=False)
+    #: which LangGraph database --db names, once opening it as ttcli's failed
+    _langgraph_kind: str | None = field(default=None, repr=False)
 
     @property
     def format_json(self) -> bool:
@@ -229,11 +231,7 @@ class Env:
         """The database, opened once; only commands that write may create it."""
         from ttcli.savers.locate import is_dsn, open_saver
 
-        if self._saver is None and is_dsn(self.db):
-            self._saver = open_saver(
-                self.db, busy_timeout=self.busy_timeout, readonly=self.readonly and not create
-            )
-        if self._saver is None:
+        if self._saver is None and not is_dsn(self.db):
             try:
                 exists = self.db == ":memory:" or Path(self.db).exists()
             except OSError as exc:  # a folder on the way we may not enter
@@ -243,24 +241,40 @@ class Env:
                     f"no database at {self.db}: run a graph first (ttcli run), "
                     "or pass --db or TTCLI_DB"
                 )
+        if self._saver is None:
             try:
                 self._saver = open_saver(
                     self.db, busy_timeout=self.busy_timeout, readonly=self.readonly and not create
                 )
+            except DatabaseBusyError:
+                raise
             except StorageError as exc:
-                if _is_langgraph_file(self.db):
+                self._langgraph_kind = kind = _langgraph_kind(self.db)
+                if kind:
+                    source = "DSN" if is_dsn(self.db) else self.db
                     raise LangGraphFileError(
-                        f"{self.db} is a LangGraph SqliteSaver file, which ttcli reads but "
-                        f"never writes: copy it into a ttcli database with 'ttcli --db NEW.db "
-                        f"import {self.db}'"
+                        f"{self.shown} is a LangGraph {kind}, which ttcli reads but never "
+                        f"writes: copy it into a ttcli database with "
+                        f"'ttcli --db NEW.db import {source}'"
                     ) from exc
                 raise
         return self._saver
 
+    @property
+    def shown(self) -> str:
+        """The database as messages name it (a DSN without its password)."""
+        from ttcli.savers.locate import is_dsn
+
+        if not is_dsn(self.db):
+            return self.db
+        from ttcli.savers.postgres.connection import display_name
+
+        return display_name(self.db)
+
     def reader(self, thread_id: str | None = None) -> BaseSaver:
-        """The database for a command that only reads; a LangGraph SqliteSaver file is read
-        into memory (saying so once on stderr), only `thread_id` if the command reads one
-        thread, and never changed."""
+        """The database for a command that only reads; a LangGraph SqliteSaver file or
+        PostgresSaver database is read into memory (saying so once on stderr), only
+        `thread_id` if the command reads one thread, and never changed."""
         if self._langgraph is None:
             try:
                 return self.saver()
@@ -268,7 +282,8 @@ class Env:
                 pass
             from ttcli.ops.imports import read_langgraph
 
-            click.echo(f"note: {self.db} is a LangGraph SqliteSaver file, read-only", err=True)
+            kind = self._langgraph_kind
+            click.echo(f"note: {self.shown} is a LangGraph {kind}, read-only", err=True)
             self._langgraph = read_langgraph(self.db, thread_id)
         return self._langgraph
 
@@ -277,10 +292,10 @@ class Env:
             self._saver.close()
 
 
-def _is_langgraph_file(path: str) -> bool:
-    from ttcli.ops.langgraph_file import is_langgraph_file
+def _langgraph_kind(db: str) -> str | None:
+    from ttcli.ops.imports import langgraph_kind
 
-    return is_langgraph_file(path)
+    return langgraph_kind(db)
 
 
 pass_env = click.make_pass_decorator(Env)

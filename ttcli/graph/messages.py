@@ -129,15 +129,26 @@ def add_messages(left: Sequence[Any] | Any, right: Sequence[Any] | Any) -> list[
 
     Messages without an id get a fresh uuid4, so every stored message can be addressed later.
     """
-    merged = coerce_messages(left)
-    incoming = coerce_messages(right)
+    history = _as_list(left)
+    incoming, new_ids = _with_ids(right)
+    unknown = {None, *new_ids}  # no id at all, or one of the new ones
+    if (
+        len(unknown) == len(new_ids) + 1
+        and RemoveMessage.message_type not in map(operator.itemgetter("type"), incoming)
+        and all(map(isinstance, history, repeat(Message)))
+        and unknown.isdisjoint(map(dict.get, history, repeat("id")))
+    ):
+        # new messages after a history of messages with ids (a chat's turn): appended,
+        # checked in one pass over the history, at C speed, without indexing it
+        return [*history, *incoming]
+    merged, ids = _with_ids(history)
     for position, message in enumerate(incoming):
         if message.type == "remove" and message.id == REMOVE_ALL_MESSAGES:
-            merged = []
+            merged, ids = [], []
             incoming = incoming[position + 1 :]
             break
     # a chat's history is merged at every turn: built at C speed, not message by message
-    index = dict(zip(map(operator.itemgetter("id"), merged), range(len(merged)), strict=True))
+    index = dict(zip(ids, range(len(ids)), strict=True))
     removed: set[str] = set()
     for message in incoming:
         if message.type == "remove":
@@ -157,13 +168,19 @@ def add_messages(left: Sequence[Any] | Any, right: Sequence[Any] | Any) -> list[
 
 def coerce_messages(value: Sequence[Any] | Any) -> list[Message]:
     """A message, or a list of them, as a list of ttcli messages that all have ids."""
+    return _with_ids(value)[0]
+
+
+def _with_ids(value: Sequence[Any] | Any) -> tuple[list[Message], list[Any]]:
+    """`coerce_messages`, and the messages' ids."""
     items = _as_list(value)
     # already messages with ids (a channel's own value)? checked at C speed
-    if all(map(isinstance, items, repeat(Message))) and None not in map(
-        dict.get, items, repeat("id")
-    ):
-        return list(items)
-    return [_with_id(to_message(m)) for m in items]
+    if all(map(isinstance, items, repeat(Message))):
+        ids = list(map(dict.get, items, repeat("id")))
+        if None not in ids:
+            return list(items), ids
+    messages = [_with_id(to_message(m)) for m in items]
+    return messages, [m["id"] for m in messages]
 
 
 def _with_id(message: Message) -> Message:

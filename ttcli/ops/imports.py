@@ -19,18 +19,21 @@ from collections.abc import Iterable
 from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ttcli.configs import CheckpointRef
-from ttcli.errors import ConfigError, NotFoundError
+from ttcli.errors import ConfigError, NotFoundError, TtcliError
 from ttcli.ops.inspect import task_name
-from ttcli.ops.langgraph_file import LangGraphFile, Stored, read_only_uri
+from ttcli.ops.langgraph_file import LangGraphFile, Stored, is_langgraph_file, read_only_uri
 from ttcli.ops.targets import anchored
 from ttcli.savers.base import BaseSaver, Checkpoint
 from ttcli.savers.locate import is_dsn, open_saver
 from ttcli.savers.memory import InMemorySaver
 from ttcli.savers.rules import copy_checkpoint
 from ttcli.savers.sql.saver import SqlSaver
+
+if TYPE_CHECKING:
+    from ttcli.ops.langgraph_postgres import LangGraphPostgres
 
 
 @dataclass
@@ -134,21 +137,47 @@ def _is_ttcli_file(path: str) -> bool:
 
 def _postgres_source(dsn: str) -> Source:
     try:
-        import psycopg
-
-        from ttcli.ops.langgraph_postgres import LangGraphPostgres, is_langgraph_postgres
-        from ttcli.savers.postgres.connection import display_name
-        from ttcli.savers.postgres.errors import storage_error
+        found = _langgraph_postgres(dsn)
     except ImportError:
         return TtcliSource(open_saver(dsn, readonly=True), None)  # names the extra to install
+    return LangGraphSource(found) if found else TtcliSource(open_saver(dsn, readonly=True), None)
+
+
+def _langgraph_postgres(dsn: str) -> LangGraphPostgres | None:
+    """The LangGraph PostgresSaver database at `dsn`, or None when its schema holds none.
+
+    Raises:
+        ImportError: the `postgres` extra is not installed.
+    """
+    import psycopg
+
+    from ttcli.ops.langgraph_postgres import LangGraphPostgres, is_langgraph_postgres
+    from ttcli.savers.postgres.connection import display_name
+    from ttcli.savers.postgres.errors import storage_error
+
     try:
         conn = psycopg.connect(dsn, autocommit=True, connect_timeout=10)
     except psycopg.Error as exc:
         raise storage_error(exc, display_name(dsn), connecting=True) from None
     if is_langgraph_postgres(conn):
-        return LangGraphSource(LangGraphPostgres(conn, dsn))
+        return LangGraphPostgres(conn, dsn)
     conn.close()
-    return TtcliSource(open_saver(dsn, readonly=True), None)
+    return None
+
+
+def langgraph_kind(db: str) -> str | None:
+    """Which LangGraph database `db` names ("SqliteSaver file", "PostgresSaver database"), or
+    None: the reading commands read those into memory, the writing ones refuse them."""
+    if not is_dsn(db):
+        return "SqliteSaver file" if is_langgraph_file(db) else None
+    try:
+        found = _langgraph_postgres(db)
+    except (ImportError, TtcliError):
+        return None
+    if found is None:
+        return None
+    found.close()
+    return "PostgresSaver database"
 
 
 def import_threads(source: str, saver: BaseSaver, thread_id: str | None = None) -> ImportSummary:

@@ -32,7 +32,7 @@ class RunOptions(TypedDict, total=False):
 
     interrupt_before: Sequence[str] | None
     interrupt_after: Sequence[str] | None
-    #: "sync", "async" (the default) or "exit": see runtime/recorder.py
+    #: "sync" (the default), "async" or "exit": see runtime/recorder.py
     durability: str | None
     #: stream subgraphs' chunks too, as (namespace, chunk) or (namespace, mode, chunk)
     subgraphs: bool
@@ -254,8 +254,14 @@ class CompiledStateGraph:
         return plan
 
     def _saver(self) -> BaseSaver:
+        """The saver to read or update state in; called by a node, once its run's saves
+        handed off in the background (durability="async") are committed."""
         if self.checkpointer is None:
             raise ConfigError("No checkpointer set")
+        scratchpad = current_scratchpad()
+        link = scratchpad.link if scratchpad is not None else None
+        if link is not None and link.committer is not None:
+            link.committer.flush()
         return self.checkpointer
 
 

@@ -82,7 +82,8 @@ class Run:
         self.plan = graph.plan
         self.settings = settings
         self.saver, self.link, self.loop = settings.saver, settings.link, settings.loop
-        self.recorder = Recorder(self.saver, settings.durability)
+        inherited = self.link.committer if self.link is not None else None
+        self.recorder = Recorder(self.saver, settings.durability, inherited)
         self.input = input
         self.config: RunnableConfig = dict(config or {})
         self.debug = "debug" in settings.modes
@@ -114,10 +115,13 @@ class Run:
             completed = not self.interrupts
         finally:  # stopped early, or failed: a finished task's writes are kept all the same
             self.workers.close()
-            self._flush()
-            # a subgraph that ran to its end leaves nothing at exit: its parent's checkpoint
-            # holds the result
-            self.recorder.finish(keep=self.link is None or not completed)
+            try:
+                self._flush()
+                # a subgraph that ran to its end leaves nothing at exit: its parent's
+                # checkpoint holds the result
+                self.recorder.finish(keep=self.link is None or not completed)
+            finally:
+                self.recorder.close()  # with durability="async": all of it committed
 
     def _steps(self) -> Iterator[Chunk]:
         self._load()
@@ -152,6 +156,7 @@ class Run:
                 return
 
     def _load(self) -> None:
+        self.recorder.settle()
         saved = self.saver.get_tuple(self.ref.to_config()) if self.saver is not None else None
         if saved is None and self.ref.checkpoint_id is not None:
             raise CheckpointNotFoundError(self.ref.checkpoint_id, self.ref.thread_id)
@@ -321,6 +326,7 @@ class Run:
             namespace=task_namespace(self.ref.checkpoint_ns, task.name, task.id),
             parents=child_parents(self.link, self.ref.at(self.parent.checkpoint_id)),
             durability=self.settings.durability,
+            committer=self.recorder.in_flight,
             loop=self.loop,
             modes=self.settings.modes if forward else None,
             forward=forward,

@@ -20,6 +20,7 @@ from ttcli.runtime.commands import Command, current_scratchpad
 from ttcli.savers.base import BaseSaver
 
 if TYPE_CHECKING:
+    from ttcli.runtime.committer import Committer
     from ttcli.runtime.compiled import CompiledStateGraph
     from ttcli.runtime.plan import GraphPlan
 
@@ -41,6 +42,9 @@ class ParentLink:
     #: metadata `parents` of the subgraph's checkpoints: {namespace: checkpoint id}
     parents: Mapping[str, str]
     durability: str | None
+    #: the parent run's committer, with durability="async": the subgraph's saves go there
+    #: too, and its reads wait for it
+    committer: Committer | None
     loop: asyncio.AbstractEventLoop | None
     #: the stream modes to pass up, when the caller streams subgraphs; else None
     modes: tuple[str, ...] | None
@@ -115,6 +119,8 @@ def subgraph_input(link: ParentLink, given: Any, plan: GraphPlan) -> Any:
         return given
     from ttcli.runtime.history import get_state
 
+    if link.committer is not None:
+        link.committer.flush()
     ref = CheckpointRef(link.thread_id, link.namespace)
     if link.saver.get_tuple(ref.to_config()) is None:
         return given

@@ -217,6 +217,12 @@ class BaseSaver(ABC):
         commit or none); archiving uses it to commit once per batch, not per checkpoint."""
         return nullcontext()
 
+    def batch_held(self) -> bool:
+        """Whether the calling thread is inside this saver's `batch()`: no other thread can
+        write until the block ends, so a run started there saves in the caller's thread
+        (durability="async" runs as "sync")."""
+        return False
+
     def stores_in(self, other: BaseSaver) -> bool:
         """Whether `other` keeps its checkpoints where this saver does (an archive there
         would be the database itself: prune refuses it)."""

@@ -162,14 +162,11 @@ class BlobStore:
             value = self.serde.loads(info.data)
             return self._hand_out(blob_key, value, map_types(value), full=True)
         decoded = self._decoded.get(blob_key)
-        if decoded is not None:
-            # copied first, then compared: what another thread changes meanwhile in the
-            # messages handed out before is never taken for what was stored
-            handed = decoded.handed_out()
-            if handed.intact():
-                self._decoded[blob_key] = handed
-                self._decoded.move_to_end(blob_key)
-                return list(handed.items)
+        handed = None if decoded is None else decoded.handed_out()
+        if handed is not None:
+            self._decoded[blob_key] = handed
+            self._decoded.move_to_end(blob_key)
+            return handed.items.copy()
         past = self._prefix(blob_key)
         if past is not None:
             return past
@@ -237,9 +234,7 @@ class BlobStore:
                 lengths = self._lengths[kept_key] = {} if lineage is None else lineage.lengths()
             length = lengths.get(blob_key)
             if length is not None:
-                kept = self._decoded[kept_key]
-                copies = kept.prefix(length)  # copied first, then compared (see above)
-                return copies if kept.intact(length) else None
+                return self._decoded[kept_key].prefix(length)
         return None
 
     def appended_items(self, blob_key: int, value: list[Any]) -> list[Any] | None:
@@ -282,10 +277,17 @@ class BlobStore:
     def _keep(self, blob_key: int, kept: Decoded, lineage: Lineage) -> None:
         self._decoded[blob_key] = kept
         self._lineages[blob_key] = lineage
+        if lineage.parent is not None:
+            # the list it extends is read as its start (`_prefix`): not kept twice, so that
+            # a chat keeps one copy of its history, not one per recent checkpoint
+            self._drop(lineage.parent.blob_key)
         if len(self._decoded) > DECODED_MAX:
-            gone, _ = self._decoded.popitem(last=False)
-            self._lineages.pop(gone, None)
-            self._lengths.pop(gone, None)
+            self._drop(next(iter(self._decoded)))
+
+    def _drop(self, blob_key: int) -> None:
+        self._decoded.pop(blob_key, None)
+        self._lineages.pop(blob_key, None)
+        self._lengths.pop(blob_key, None)
 
     def _chain(self, blob_key: int) -> list[Any]:
         """The blob and the blobs it appends to, oldest first (see `BlobRows.chain`).

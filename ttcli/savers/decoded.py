@@ -1,97 +1,197 @@
 """Decoded list values kept between reads: a chat reads its history at every turn.
 
 Only lists of immutable scalars, and of messages or plain dicts whose fields are all immutable
-scalars, are kept; each reader gets copies, checked against what was stored before every
-reuse.
+scalars, are kept; each reader gets copies, and a message changed in place is never taken for
+what was stored (see `Decoded`).
 """
 
 from __future__ import annotations
 
 import operator
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from itertools import chain
+from itertools import chain, islice
 from typing import Any
 
 from ttcli.savers import serde
-from ttcli.values import Message, copy_message
+from ttcli.values import Message, changes_counted, copy_message, message_changes
+
+_PLAIN = frozenset({dict})
 
 
 @dataclass(frozen=True, slots=True)
+class Grown:
+    """The first `length` items of a list that is only ever appended to. The lists of a
+    chat's checkpoints extend one another: they share one such list, so that keeping the
+    next one costs its new items only, not a copy of the history (nor the garbage
+    collector's walks over that copy)."""
+
+    shared: list[Any]
+    length: int
+
+    @classmethod
+    def of(cls, items: Iterable[Any]) -> Grown:
+        return cls.whole(list(items))
+
+    @classmethod
+    def whole(cls, shared: list[Any]) -> Grown:
+        """All of a list no one else holds."""
+        return cls(shared, len(shared))
+
+    def __len__(self) -> int:
+        return self.length
+
+    def __iter__(self) -> Iterator[Any]:
+        return islice(self.shared, self.length)
+
+    def plus(self, more: Sequence[Any]) -> Grown:
+        # the shared list, unless another value grew it past this one's items
+        shared = self.shared if len(self.shared) == self.length else self.shared[: self.length]
+        shared.extend(more)
+        return Grown(shared, len(shared))
+
+    def first(self, length: int) -> Iterator[Any]:
+        return islice(self.shared, min(length, self.length))
+
+    def copy(self, length: int | None = None) -> list[Any]:
+        """The items (with `length`, the first ones) as a list of their own."""
+        return self.shared[: self.length if length is None else min(length, self.length)]
+
+
+@dataclass(slots=True)
 class Decoded:
     """A list channel value as decoded, handed out as copies while it is intact.
 
     Only lists of immutable scalars, and of messages or plain dicts (both "messages" here)
-    whose fields are all immutable scalars, are kept. Before every reuse each message's
-    fields are checked to be the very objects they were (by identity, at C speed: an equal
-    value of another type or sign, such as True for 1, is a change), so a message changed in
-    place is never handed out again; and each reader gets messages of its own (copies), so
-    what one reader changes no other sees.
+    whose fields are all immutable scalars, are kept, and each reader gets messages of its
+    own (copies), so what one reader changes no other sees. A message changed in place is
+    never handed out again nor taken for what was stored:
+
+    * `Message`s count their changes in place (`message_changes`): while the count has not
+      moved since they were last known as kept, they are, without looking at them;
+    * other messages (plain dicts) are handed out as copies of copies that no reader ever
+      gets (`originals`);
+    * else, and before a put takes a list for the kept one grown, each message's fields are
+      checked to be the very objects they were (by identity, at C speed: an equal value of
+      another type or sign, such as True for 1, is a change).
     """
 
-    items: tuple[Any, ...]
-    messages: tuple[Message, ...]
+    #: the messages last handed out or stored (a put that extends them finds them by identity)
+    items: Grown
+    #: the messages as kept: `items` when their changes are counted, else copies of their own
+    originals: Grown
     #: per message its number of fields, then all their keys and values, in order
-    sizes: tuple[int, ...]
-    keys: tuple[Any, ...]
-    values: tuple[Any, ...]
+    sizes: Grown
+    keys: Grown
+    values: Grown
+    #: the classes of the messages
+    kinds: frozenset[type]
+    #: `message_changes()` when the messages were last known to be as kept
+    seen: int
 
     @classmethod
     def of(cls, value: Any) -> Decoded | None:
         # checked at C speed: this runs for every list a chat stores or reads
         if type(value) is not list:
             return None
-        kinds = set(map(type, value))
+        seen = message_changes()  # before looking: a change made meanwhile moves it
+        kinds = frozenset(map(type, value))
         if kinds <= serde.SCALARS:
-            return cls(tuple(value), (), (), (), ())
+            items = Grown.of(value)
+            return cls(items, items, *_shape(()), frozenset(), seen)
         if all(kind is dict or issubclass(kind, Message) for kind in kinds) and all(
-            map(serde.SCALARS.__contains__, map(type, chain.from_iterable(map(dict.values, value))))
+            map(serde.SCALARS.__contains__, map(type, _flat(dict.values, value)))
         ):
-            return cls(tuple(value), tuple(value), *_shape(value))
+            items = Grown.of(value)
+            return cls(items, _originals(kinds, items), *_shape(value), kinds, seen)
         return None
 
     def intact(self, length: int | None = None) -> bool:
-        """Whether every message is as it was kept (with `length`, those among the first
-        `length` items)."""
-        messages, sizes = self.messages, self.sizes
-        if length is not None and len(messages) == len(self.items):
-            messages, sizes = messages[:length], sizes[:length]
+        """Whether every message handed out or stored is as it was kept (with `length`,
+        those among the first `length` items)."""
+        now = message_changes()  # before looking (see `of`)
+        if now == self.seen and _all_counted(self.kinds):
+            return True  # all are messages whose changes are counted, and none changed
+        count = len(self.items) if length is None else length
         # map() stops with the messages checked: their fields are the first ones kept
-        return (
-            tuple(map(len, messages)) == sizes
-            and all(map(operator.is_, chain.from_iterable(map(dict.values, messages)), self.values))
-            and all(map(operator.is_, chain.from_iterable(map(dict.keys, messages)), self.keys))
+        found = (
+            all(map(operator.eq, map(len, self.items.first(count)), self.sizes))
+            and all(map(operator.is_, _flat(dict.values, self.items.first(count)), self.values))
+            and all(map(operator.is_, _flat(dict.keys, self.items.first(count)), self.keys))
         )
+        if found and length is None:
+            self.seen = now
+        return found
 
-    def handed_out(self) -> Decoded:
+    def handed_out(self) -> Decoded | None:
         """The same list with copies of its messages (the same field objects), for a reader
         to take: kept in place of this one, so that the reader's next value is known to
-        extend it."""
-        if not self.messages:
+        extend it. None if a message was changed in place."""
+        if not self.kinds:
             return self
-        items = _copies(self.items, all_records=len(self.messages) == len(self.items))
-        messages = items if len(self.messages) == len(items) else _records(items)
-        return Decoded(items, messages, self.sizes, self.keys, self.values)
+        copies = Grown.whole(_copies(self.kinds, self.originals.copy()))
+        if self.originals is not self.items:  # copies of what no reader ever got
+            return Decoded(
+                copies, self.originals, self.sizes, self.keys, self.values, self.kinds, self.seen
+            )
+        # copied first, then compared: what another thread changes meanwhile in the
+        # messages handed out before is never taken for what was stored
+        handed = Decoded(copies, copies, self.sizes, self.keys, self.values, self.kinds, self.seen)
+        return handed if handed.intact() else None
 
-    def prefix(self, length: int) -> list[Any]:
-        """Copies of the first `length` items (the list a blob this one extends holds)."""
-        if not self.messages:
-            return list(self.items[:length])
-        return list(_copies(self.items[:length], all_records=len(self.messages) == len(self.items)))
+    def prefix(self, length: int) -> list[Any] | None:
+        """Copies of the first `length` items (the list a blob this one extends holds); None
+        if one of them was changed in place."""
+        copies = _copies(self.kinds, self.originals.copy(length))
+        if self.originals is self.items and not self.intact(length):
+            return None  # copied first, then compared (see `handed_out`)
+        return copies
 
     def extended(self, tail: list[Any]) -> Decoded | None:
         """This list grown by `tail`, checking only the new items."""
         added = Decoded.of(tail)
         if added is None:
             return None
+        if bool(self.kinds) != bool(added.kinds) and self.items and tail:
+            return None  # scalars and messages: not kept
+        kinds = self.kinds | added.kinds
+        items = self.items.plus(tail)
+        if self.originals is not self.items and added.originals is not added.items:
+            originals = self.originals.plus(added.originals.shared)
+        else:  # copied whole only when messages whose changes are counted meet others
+            originals = _originals(kinds, items)
         return Decoded(
-            self.items + added.items,
-            self.messages + added.messages,
-            self.sizes + added.sizes,
-            self.keys + added.keys,
-            self.values + added.values,
+            items,
+            originals,
+            self.sizes.plus(added.sizes.shared),
+            self.keys.plus(added.keys.shared),
+            self.values.plus(added.values.shared),
+            kinds,
+            min(self.seen, added.seen),
         )
+
+
+def _all_counted(kinds: Iterable[type]) -> bool:
+    return all(map(changes_counted, kinds))
+
+
+def _originals(kinds: frozenset[type], items: Grown) -> Grown:
+    """The items themselves if all their changes are counted, else copies of their own."""
+    return items if _all_counted(kinds) else Grown.whole(_copies(kinds, items.copy()))
+
+
+def _copies(kinds: frozenset[type], items: list[Any]) -> list[Any]:
+    if not kinds:
+        return list(items)
+    # all messages: copied at C speed
+    if kinds == _PLAIN:
+        return list(map(dict.copy, items))
+    if all(kind.__new__ is dict.__new__ for kind in kinds):
+        copies: list[Any] = list(map(dict.__new__, map(type, items)))
+        deque(map(dict.update, copies, items), maxlen=0)
+        return copies
+    return list(map(copy_message, items))
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,25 +211,16 @@ class Lineage:
         return found
 
 
-def _copies(items: tuple[Any, ...], *, all_records: bool) -> tuple[Any, ...]:
-    if all_records and all(kind.__new__ is dict.__new__ for kind in set(map(type, items))):
-        # messages of classes built as dicts, and plain dicts: copied at C speed
-        copies: tuple[Any, ...] = tuple(map(dict.__new__, map(type, items)))
-        deque(map(dict.update, copies, items), maxlen=0)
-        return copies
-    return tuple(
-        copy_message(i) if isinstance(i, Message) else dict(i) if type(i) is dict else i
-        for i in items
-    )
+def _flat(
+    view: Callable[[dict[Any, Any]], Iterable[Any]], messages: Iterable[Any]
+) -> Iterator[Any]:
+    return chain.from_iterable(map(view, messages))
 
 
-def _records(items: tuple[Any, ...]) -> tuple[Any, ...]:
-    return tuple(item for item in items if isinstance(item, dict))
-
-
-def _shape(messages: Sequence[Message]) -> tuple[tuple[Any, ...], ...]:
+def _shape(messages: Iterable[Message]) -> tuple[Grown, Grown, Grown]:
+    messages = list(messages)
     return (
-        tuple(map(len, messages)),
-        tuple(chain.from_iterable(map(dict.keys, messages))),
-        tuple(chain.from_iterable(map(dict.values, messages))),
+        Grown.of(map(len, messages)),
+        Grown.of(_flat(dict.keys, messages)),
+        Grown.of(_flat(dict.values, messages)),
     )

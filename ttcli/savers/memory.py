@@ -65,6 +65,8 @@ class InMemorySaver(BaseSaver):
         self._lock = threading.RLock()
         #: inside a batch: how to take back each of its writes
         self._undo: list[Callable[[], None]] | None = None
+        #: the thread inside `batch()`, if one is
+        self._batch_owner: int | None = None
 
     @contextmanager
     def batch(self) -> Iterator[None]:
@@ -74,7 +76,7 @@ class InMemorySaver(BaseSaver):
             if self._undo is not None:  # part of the batch around it
                 yield
                 return
-            self._undo = []
+            self._undo, self._batch_owner = [], threading.get_ident()
             try:
                 yield
             except BaseException:
@@ -82,7 +84,10 @@ class InMemorySaver(BaseSaver):
                     undo()
                 raise
             finally:
-                self._undo = None
+                self._undo, self._batch_owner = None, None
+
+    def batch_held(self) -> bool:
+        return self._batch_owner == threading.get_ident()
 
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         ref = self.ref(config)

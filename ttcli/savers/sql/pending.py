@@ -43,7 +43,7 @@ class PendingWrites:
     def __init__(self, connection: Transactions[Db], names: Names) -> None:
         self.connection, self.names = connection, names
         self.held: Held | None = None
-        connection.flush = self.flush
+        connection.on_flush.append(self.flush)
         connection.on_batch_end.append(self._drop_held)
 
     def _drop_held(self) -> None:
@@ -60,8 +60,14 @@ class PendingWrites:
         held, self.held = self.held, None
         return held
 
+    def inserted(self, thread_key: int, checkpoint_id: bytes) -> None:
+        """A checkpoint row was inserted: it has no `writes` row (until `set` writes one)."""
+        self.connection.facts.rowless.add((thread_key, checkpoint_id))
+
     def table(self, conn: Db, thread_key: int, checkpoint_id: bytes) -> tuple[Pending, bool]:
         """The writes in the checkpoint's `writes` row, and whether it has one."""
+        if (thread_key, checkpoint_id) in self.connection.facts.rowless:
+            return {}, False
         params = {"thread_key": thread_key, "checkpoint_id": checkpoint_id}
         row = conn.execute(sql.PENDING, params).fetchone()
         return decode_pending(row[0] if row else None, self.names), row is not None
@@ -92,6 +98,7 @@ class PendingWrites:
         return merged
 
     def set(self, conn: Db, thread_key: int, checkpoint_id: bytes, tasks: Pending) -> None:
+        self.connection.facts.rowless.discard((thread_key, checkpoint_id))
         conn.execute(
             sql.SET_PENDING,
             {
@@ -121,6 +128,8 @@ class PendingWrites:
     def take(self, conn: Db, thread_key: int, parent_id: bytes) -> bytes | None:
         """Move the parent's pending writes out of `writes` for its child's row (the row
         right after it, so none were moved into another row before)."""
+        if (thread_key, parent_id) in self.connection.facts.rowless:
+            return None
         params = {"thread_key": thread_key, "checkpoint_id": parent_id}
         row = conn.execute(sql.PENDING, params).fetchone()
         if row is None:

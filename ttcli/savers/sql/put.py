@@ -76,8 +76,9 @@ class Writer(OnParts):
                     "parent_writes": moved,
                 },
             )
-            conn.execute(sql.COUNT, {"thread_key": thread_key, "change": 1})
+            self.rows.counted(conn, thread_key)
             self.rows.stored(thread_key, checkpoint_id)
+            self.pending.inserted(thread_key, checkpoint_id)
             self.states.keep(thread_key, checkpoint_id, state)
 
     def _held_for(

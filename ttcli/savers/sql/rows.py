@@ -33,6 +33,11 @@ class Rows:
 
     def __init__(self, connection: Transactions[Db]) -> None:
         self.connection = connection
+        #: checkpoints inserted in the batch, by thread key: each thread's count is raised
+        #: once, when the batch writes what it held back (one statement, not one a checkpoint)
+        self.uncounted: dict[int, int] = {}
+        connection.on_flush.append(self._write_counts)
+        connection.on_rollback.append(self.uncounted.clear)
 
     def thread_key(self, conn: Db, ref: CheckpointRef, *, create: bool = False) -> int | None:
         facts, known = self.connection.facts, (ref.thread_id, ref.checkpoint_ns)
@@ -60,6 +65,18 @@ class Rows:
         if self.connection.in_batch:
             facts[thread_key] = latest
         return latest  # type: ignore[no-any-return]
+
+    def counted(self, conn: Db, thread_key: int) -> None:
+        """A row was inserted: the thread has one more checkpoint."""
+        if self.connection.in_batch:
+            self.uncounted[thread_key] = self.uncounted.get(thread_key, 0) + 1
+        else:
+            conn.execute(sql.COUNT, {"thread_key": thread_key, "change": 1})
+
+    def _write_counts(self, conn: Db) -> None:
+        for thread_key, change in self.uncounted.items():
+            conn.execute(sql.COUNT, {"thread_key": thread_key, "change": change})
+        self.uncounted.clear()
 
     def stored(self, thread_key: int, checkpoint_id: bytes) -> None:
         """A row was inserted: it may be the thread's new latest."""

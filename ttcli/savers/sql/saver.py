@@ -73,6 +73,9 @@ class SqlSaver(BaseSaver):
     def batch(self) -> Any:
         return self.connection.batch()
 
+    def batch_held(self) -> bool:
+        return self.connection.batch_held()
+
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         with self.connection.read() as conn:
             row = self.rows.row(conn, self.ref(config))

@@ -37,6 +37,9 @@ class BatchFacts:
 
     threads: dict[tuple[str, str], int] = field(default_factory=dict)
     latest: dict[int, bytes | None] = field(default_factory=dict)
+    #: (thread key, checkpoint id) of checkpoints this connection inserted that have no
+    #: `writes` row yet: their pending writes need not be read (a superstep's next task writes)
+    rowless: set[tuple[int, bytes]] = field(default_factory=set)
     #: a write in the batch raised: none of the batch may be stored, even if it was caught
     failed: bool = False
 
@@ -53,10 +56,12 @@ class Transactions(ABC, Generic[DbT]):
         self.readonly = readonly
         self.lock = threading.RLock()
         self.depth = 0
+        #: the thread inside `batch()`, if one is
+        self.batch_owner: int | None = None
         self.facts = BatchFacts()
         #: called with the connection before any other statement of a batch runs, and at its
-        #: end: writes what a part held back for the batch (pending writes)
-        self.flush: Callable[[Any], None] = lambda conn: None
+        #: end: write what the parts held back for the batch (pending writes, counts)
+        self.on_flush: list[Callable[[Any], None]] = []
         #: caches to drop after a rollback; caches to drop when another connection changed
         #: the database; what to reset when a batch ends
         self.on_rollback: list[Hook] = []
@@ -113,6 +118,14 @@ class Transactions(ABC, Generic[DbT]):
     def in_batch(self) -> bool:
         return self.depth > 0
 
+    def batch_held(self) -> bool:
+        """Whether the calling thread is inside `batch()` (see `BaseSaver.batch_held`)."""
+        return self.batch_owner == threading.get_ident()
+
+    def flush(self, conn: Any) -> None:
+        for hook in self.on_flush:
+            hook(conn)
+
     @contextmanager
     def batch(self) -> Iterator[None]:
         """One transaction for every write in the block (one commit instead of one each).
@@ -122,6 +135,7 @@ class Transactions(ABC, Generic[DbT]):
         """
         with self.write() as conn:
             self.depth += 1
+            self.batch_owner = threading.get_ident()
             try:
                 yield
                 if self.depth == 1:
@@ -134,6 +148,7 @@ class Transactions(ABC, Generic[DbT]):
             finally:
                 self.depth -= 1
                 if not self.depth:
+                    self.batch_owner = None
                     # thread keys and latest ids stay known while no other connection
                     # writes (see notice_others): the next superstep asks for neither
                     self.facts.failed = False
@@ -237,6 +252,7 @@ class Transactions(ABC, Generic[DbT]):
         back: an archive copy inserts stored rows as they are)."""
         self.facts.threads.clear()
         self.facts.latest.clear()
+        self.facts.rowless.clear()
 
 
 def call(hooks: list[Hook]) -> None:

@@ -1,0 +1,210 @@
+"""A chat's history is not looked at message by message at every turn: the saver trusts a
+message it kept while no message changed in place (messages count their changes). These
+tests change messages in place every way there is and check that what is stored, and what
+the next reader gets, is never the message as it was before."""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Any, TypedDict
+
+import pytest
+
+from tests.test_saver_contract import config
+from ttcli import END, START, HumanMessage, MessagesState, StateGraph, add_messages
+from ttcli.savers.sqlite import SqliteSaver
+from ttcli.values import Message, changes_counted, message_changes
+
+
+class Quiet(HumanMessage):
+    """A message class that changes itself without telling (its own `__setitem__`)."""
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        dict.__setitem__(self, key, value)
+
+
+def _reinit(message: Message) -> None:
+    message.__init__("changed")  # type: ignore[misc]
+
+
+#: each way a message changes in place, and the content or name it then has
+WAYS: dict[str, Callable[[Message], None]] = {
+    "item": lambda m: m.__setitem__("content", "changed"),
+    "update": lambda m: m.update(content="changed"),
+    "merge": lambda m: m.__ior__({"content": "changed"}),
+    "setdefault": lambda m: m.setdefault("status", "changed"),
+    "del": lambda m: m.__delitem__("name"),
+    "pop": lambda m: m.pop("name"),
+    "init again": _reinit,
+    "attribute": lambda m: setattr(m, "content", "changed"),
+    "del attribute": lambda m: delattr(m, "name"),
+}
+
+
+def _chat(change: Callable[[Message], None] | None = None) -> StateGraph:
+    """A chat whose bot replies, changing the first message in place from the third turn."""
+
+    def bot(state: MessagesState) -> dict[str, Any]:
+        if change is not None and len(state["messages"]) > 4:
+            change(state["messages"][0])
+        return {"messages": [("assistant", "a reply " * 8)]}
+
+    builder = StateGraph(MessagesState)
+    builder.add_node("bot", bot)
+    builder.add_edge(START, "bot")
+    builder.add_edge("bot", END)
+    return builder
+
+
+def _first(name: str = "x") -> Message:
+    return HumanMessage("a question " * 8, name=name)
+
+
+def _stored(db_path: Path) -> list[dict[str, Any]]:
+    with SqliteSaver.from_conn_string(db_path) as reader:
+        found = reader.get_tuple(config("t"))
+        assert found is not None
+        return [dict(m) for m in found.checkpoint["channel_values"]["messages"]]
+
+
+@pytest.mark.parametrize("way", WAYS)
+def test_a_message_a_node_changes_in_place_is_stored_changed(db_path: Path, way: str) -> None:
+    with SqliteSaver.from_conn_string(db_path) as saver:
+        app = _chat(WAYS[way]).compile(checkpointer=saver)
+        original = dict(app.invoke({"messages": [_first()]}, config("t"))["messages"][0])
+        app.invoke({"messages": [("user", "another " * 8)]}, config("t"))
+        result = app.invoke({"messages": [("user", "a third " * 8)]}, config("t"))
+        mine = [dict(m) for m in app.get_state(config("t")).values["messages"]]
+    assert dict(result["messages"][0]) != original  # the node did change it
+    assert _stored(db_path) == [dict(m) for m in result["messages"]] == mine
+
+
+@pytest.mark.parametrize("way", WAYS)
+def test_a_result_the_app_changes_in_place_never_reaches_the_next_turn(
+    db_path: Path, way: str
+) -> None:
+    with SqliteSaver.from_conn_string(db_path) as saver:
+        app = _chat().compile(checkpointer=saver)
+        first = app.invoke({"messages": [_first()]}, config("t"))
+        stored = [dict(m) for m in first["messages"]]
+        WAYS[way](first["messages"][0])  # the app's copy, after it was stored
+        after = app.invoke({"messages": [("user", "another " * 8)]}, config("t"))
+        again = app.get_state(config("t")).values["messages"]
+    assert [dict(m) for m in after["messages"][:2]] == stored
+    assert [dict(m) for m in again[:2]] == stored
+    assert _stored(db_path)[:2] == stored
+
+
+def test_a_message_class_that_changes_without_telling_is_still_checked(db_path: Path) -> None:
+    def bot(state: MessagesState) -> dict[str, Any]:
+        if len(state["messages"]) > 4:
+            state["messages"][0]["content"] = "changed quietly"
+        return {"messages": [("assistant", "a reply " * 8)]}
+
+    builder = StateGraph(MessagesState)
+    builder.add_node("bot", bot)
+    builder.add_edge(START, "bot")
+    with SqliteSaver.from_conn_string(db_path) as saver:
+        app = builder.compile(checkpointer=saver)
+        for question in (Quiet("a question " * 8), ("user", "another " * 8)):
+            app.invoke({"messages": [question]}, config("t"))
+        # the saver hands out copies of the class it kept: a Quiet one, changed quietly
+        result = app.invoke({"messages": [("user", "a third " * 8)]}, config("t"))
+    assert result["messages"][0]["content"] == "changed quietly"
+    assert [m["content"] for m in _stored(db_path)] == [m["content"] for m in result["messages"]]
+
+
+class DictChat(TypedDict):
+    messages: Annotated[list[dict[str, str]], operator.add]
+
+
+def test_a_plain_dict_a_node_changes_in_place_is_stored_changed(db_path: Path) -> None:
+    def bot(state: DictChat) -> dict[str, Any]:
+        if len(state["messages"]) > 4:
+            state["messages"][0]["text"] = "changed"
+        return {"messages": [{"role": "bot", "text": "hi " * 9}]}
+
+    builder = StateGraph(DictChat)
+    builder.add_node("bot", bot)
+    builder.add_edge(START, "bot")
+    with SqliteSaver.from_conn_string(db_path) as saver:
+        app = builder.compile(checkpointer=saver)
+        for turn in range(4):
+            result = app.invoke(
+                {"messages": [{"role": "user", "text": f"q{turn} " * 9}]}, config("t")
+            )
+    assert result["messages"][0]["text"] == "changed"
+    assert _stored(db_path) == result["messages"]
+
+
+def test_two_forks_of_one_checkpoint_each_keep_their_own_messages(db_path: Path) -> None:
+    with SqliteSaver.from_conn_string(db_path) as saver:
+        app = _chat().compile(checkpointer=saver)
+        for turn in range(4):
+            app.invoke({"messages": [("user", f"question {turn} " * 8)]}, config("t"))
+        past = list(app.get_state_history(config("t")))[4]
+        forks = []
+        for name in ("left", "right"):  # both append to the same past list
+            forked = app.update_state(past.config, {"messages": [("user", f"{name} " * 8)]})
+            forks.append((forked, [dict(m) for m in app.get_state(forked).values["messages"]]))
+        history = [
+            [dict(m) for m in s.values["messages"]] for s in app.get_state_history(config("t"))
+        ]
+    before = [dict(m) for m in past.values["messages"]]
+    for (_, values), name in zip(forks, ("left", "right"), strict=True):
+        assert values[:-1] == before and values[-1]["content"] == f"{name} " * 8
+    with SqliteSaver.from_conn_string(db_path) as reader:
+        app = _chat().compile(checkpointer=reader)
+        for forked, values in forks:
+            assert [dict(m) for m in app.get_state(forked).values["messages"]] == values
+        assert [
+            [dict(m) for m in s.values["messages"]] for s in app.get_state_history(config("t"))
+        ] == history
+
+
+@pytest.mark.parametrize(
+    ("method", "args"),
+    [
+        ("__setitem__", ("content", "b")),
+        ("__delitem__", ("name",)),
+        ("__ior__", ({"content": "b"},)),
+        ("update", ({"content": "b"},)),
+        ("setdefault", ("status", "b")),
+        ("pop", ("name",)),
+        ("popitem", ()),
+        ("clear", ()),
+        ("__init__", ("b",)),
+        ("__setattr__", ("content", "b")),
+        ("__delattr__", ("name",)),
+    ],
+)
+def test_every_change_in_place_is_counted(method: str, args: tuple[Any, ...]) -> None:
+    message = _first()
+    before = message_changes()
+    getattr(message, method)(*args)
+    assert message_changes() > before
+    assert changes_counted(HumanMessage) and changes_counted(Message)
+    assert not changes_counted(Quiet) and not changes_counted(dict)
+
+
+def test_making_or_reading_a_message_is_no_change() -> None:
+    before = message_changes()
+    message = HumanMessage("a", id="1")
+    assert (message.content, message["id"], message.get("name"), dict(message)) == (
+        "a",
+        "1",
+        None,
+        {"type": "human", "content": "a", "id": "1"},
+    )
+    assert message_changes() == before
+
+
+def test_new_messages_with_ids_of_their_own_append_and_a_repeated_id_replaces() -> None:
+    history = [HumanMessage("a", id="1"), HumanMessage("b", id="2")]
+    merged = add_messages(history, [HumanMessage("c", id="3"), HumanMessage("d", id="3")])
+    assert [(m.id, m.content) for m in merged] == [("1", "a"), ("2", "b"), ("3", "d")]
+    merged = add_messages(history, [HumanMessage("e", id="4"), HumanMessage("f", id="2")])
+    assert [(m.id, m.content) for m in merged] == [("1", "a"), ("2", "f"), ("4", "e")]
+    assert [m.content for m in history] == ["a", "b"]
