@@ -1,7 +1,9 @@
 """A map channel of which each step changes a few keys reads back, at every checkpoint,
 exactly as the node returned it: changed, added and deleted keys, nested values, the order
-of its keys, and the types of its values (1, 1.0 and True are different values); after
-forks from the past, prunes of the checkpoints it was stored beside, and `ttcli verify`."""
+of its keys, and the types of its values (1, 1.0 and True are different values), whether
+the node copied the map or changed the one it was given (or a nested one) in place; after
+forks from the past, prunes of the checkpoints it was stored beside, and `ttcli verify`;
+and whatever a reader does to the values it read."""
 
 from __future__ import annotations
 
@@ -41,13 +43,16 @@ change = st.one_of(
     st.tuples(st.just("set"), st.sampled_from(KEYS), values),
     st.tuples(st.just("delete"), st.sampled_from(KEYS)),
     st.tuples(st.just("nest"), st.sampled_from(KEYS), values),  # changed in place
+    st.tuples(st.just("retype"), st.sampled_from(KEYS)),  # an equal value of another type
     st.tuples(st.just("reorder")),
+    st.tuples(st.just("given")),  # the step changes the map it was given, in place
 )
 steps = st.lists(st.lists(change, max_size=4), min_size=1, max_size=40)
 
 
 def changed(table: dict[str, Any], changes: list[Any]) -> dict[str, Any]:
-    new = dict(table)  # the unchanged values are the very objects the state holds
+    # the unchanged values are the very objects the state holds; with "given", the map too
+    new = table if ("given",) in changes else dict(table)
     for kind, *args in changes:
         if kind == "set":
             new[args[0]] = args[1]
@@ -55,9 +60,29 @@ def changed(table: dict[str, Any], changes: list[Any]) -> dict[str, Any]:
             new.pop(args[0], None)
         elif kind == "nest" and isinstance(new.get(args[0]), dict):
             new[args[0]]["in place"] = args[1]
+        elif kind == "retype" and args[0] in new:
+            item = new[args[0]]
+            if isinstance(item, dict):  # in place, in the map the state holds
+                for field, inner in item.items():
+                    item[field] = retyped(inner)
+            else:
+                new[args[0]] = retyped(item)
         elif kind == "reorder":
-            new = dict(reversed(new.items()))
+            reordered = list(reversed(new.items()))
+            new.clear()  # the same map object, when it is the one given
+            new.update(reordered)
     return new
+
+
+def retyped(value: Any) -> Any:
+    """An equal value of another type (True for 1, 1.0 for 1, 1 for 1.0), if there is one."""
+    if isinstance(value, bool):
+        return int(value)
+    if isinstance(value, int):
+        return float(value) if abs(value) < 2**53 else value
+    if isinstance(value, float) and value.is_integer():
+        return bool(value) if value in (0, 1) else int(value)
+    return value
 
 
 def graph(saver: BaseSaver) -> Any:
@@ -101,6 +126,32 @@ def read_tables(app: Any, config: dict[str, Any]) -> dict[int, Any]:
     }
 
 
+def scramble(value: Any) -> None:
+    """Change every map and list in a value in place, as deep as they go."""
+    if isinstance(value, dict):
+        for item in value.values():
+            scramble(item)
+        value.clear()
+        value["scrambled"] = True
+    elif isinstance(value, list):
+        for item in value:
+            scramble(item)
+        value[:] = ["scrambled"]
+    elif isinstance(value, tuple):
+        for item in value:
+            scramble(item)
+
+
+def read_and_scramble(app: Any, saver: BaseSaver, config: dict[str, Any]) -> None:
+    """Read every checkpoint (values, metadata and pending writes) and change it all."""
+    for snapshot in app.get_state_history(config):
+        saved = saver.get_tuple(snapshot.config)
+        assert saved is not None
+        for read in (snapshot.values, snapshot.metadata, saved.checkpoint, saved.metadata):
+            scramble(read)
+        scramble(saved.pending_writes)
+
+
 def start_table(text: int = 0) -> dict[str, Any]:
     """The map the graph starts with; with `text`, its entries are texts that long, each
     stored apart (the map is a record) in its full copies."""
@@ -118,6 +169,7 @@ def test_every_checkpoint_reads_the_map_its_step_returned(ops: list[list[Any]]) 
         # computed first: a value changed in place is the very object the ops hold
         tables = expected_tables(start_table(), copy.deepcopy(ops))
         app.invoke({"table": start_table(), "ops": ops, "step": 0}, config)
+        read_and_scramble(app, saver, config)  # what readers do to their values stays theirs
         read = read_tables(app, config)
         assert read == {step: tables[step] for step in read}
         assert sorted(read) == list(range(len(ops) + 1))
@@ -175,3 +227,37 @@ def test_a_map_written_by_a_node_is_its_pending_write_too(tmp_path: Path) -> Non
         assert json.dumps(written[0], sort_keys=True) == json.dumps(
             latest.values["table"], sort_keys=True
         )
+
+
+def test_one_map_changed_in_place_every_step_reads_as_it_was_at_each(tmp_path: Path) -> None:
+    """A node that returns the same map object every step, having changed a nested value in
+    place to an equal one of another type (1, then True, then 1.0): every checkpoint and
+    every pending write reads the map as it was when stored."""
+    table = {key: {"n": 1, "text": "x" * i} for i, key in enumerate(KEYS)}
+    seen: list[Any] = []
+
+    def step(state: Table) -> dict[str, Any]:
+        item = table[KEYS[state["step"] % 3]]
+        item["n"] = retyped(item["n"]) if state["step"] % 4 else True
+        seen.append(exactly(table))
+        return {"table": table, "step": state["step"] + 1}
+
+    builder = StateGraph(Table)
+    builder.add_node("step", step)
+    builder.add_edge(START, "step")
+    builder.add_conditional_edges("step", lambda s: "step" if s["step"] < 40 else END)
+    with SqliteSaver.from_conn_string(tmp_path / "ttcli.db") as saver:
+        app = builder.compile(checkpointer=saver)
+        config = {"configurable": {"thread_id": "t"}, "recursion_limit": 100}
+        first = exactly(table)
+        app.invoke({"table": table, "ops": [], "step": 0}, config)
+        expected = [first, *seen]
+        for snapshot in app.get_state_history(config):
+            if (snapshot.metadata or {}).get("source") != "loop":
+                continue
+            at = snapshot.values["step"]
+            assert exactly(snapshot.values["table"]) == expected[at]
+            saved = saver.get_tuple(snapshot.config)
+            assert saved is not None
+            written = [v for _t, c, v in saved.pending_writes or [] if c == "table"]
+            assert [exactly(v) for v in written] == expected[at + 1 : at + 2]

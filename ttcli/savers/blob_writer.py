@@ -133,6 +133,8 @@ class BlobWriter:
             length = len(value) if type(value) is list else -1
             self.store.remember(entry.key, ChannelInfo(data, length, 0, len(data), 0))
             self.store.keep_decoded(entry.key, value)
+            if type(value) is dict:  # the next step's map may be a delta from this one
+                self.store.remember_dict(entry.key, dict_delta.info_of(value, 0))
         return entry
 
     def _append(
@@ -185,11 +187,8 @@ class BlobWriter:
 
     def _dict_delta(self, value: dict[Any, Any], base_key: int) -> Ref | None:
         """Store a map as its changes from the map at `base_key`, if worth it (dict_delta)."""
-        found = dict_delta.encoded(value)
-        base = None if found is None else self.store.dict_info(base_key)
-        if base is None or found is None:
-            return None
-        made = dict_delta.delta(base, *found)
+        base = self.store.dict_info(base_key)
+        made = None if base is None else dict_delta.delta(base, value)
         if made is None:
             return None
         data, info = made

@@ -35,6 +35,7 @@ from ttcli.errors import CorruptValueError
 from ttcli.savers import dict_delta, serde
 from ttcli.savers.decoded import Decoded, Lineage
 from ttcli.savers.dict_delta import DictInfo
+from ttcli.savers.kept_maps import Kept, KeptMaps, map_types, unshared
 from ttcli.savers.serde import Ref, Serializer
 
 INLINE_MAX = 24  # values encoding to at most this many bytes stay inline
@@ -102,7 +103,8 @@ class BlobStore:
         self.serde = serde
         self._recent: OrderedDict[int, ChannelInfo] = OrderedDict()
         self._decoded: OrderedDict[int, Decoded] = OrderedDict()
-        self._dicts: OrderedDict[int, DictInfo] = OrderedDict()
+        self._dicts: OrderedDict[int, DictInfo | None] = OrderedDict()  # None: no such map
+        self._maps = KeptMaps()
         # per kept list: the blobs it extends (a past checkpoint's list is a prefix of it)
         self._lineages: dict[int, Lineage] = {}
         self._lengths: dict[int, dict[int, int]] = {}
@@ -138,15 +140,27 @@ class BlobStore:
         if row is None:
             raise CorruptValueError(f"stored value {blob_key} is missing")
         if row[0] is not None and dict_delta.is_delta(row[2]):
-            return self.read_channel(blob_key)  # a map delta means the whole map
+            return self.read_channel(blob_key, row)  # a map delta means the whole map
         return self._decode(row[1], row[2], blob_key)
 
-    def read_channel(self, blob_key: int) -> Any:
-        """A channel value: the blob's list, and those it appends to (blobs never change)."""
-        kept = self._dicts.get(blob_key)
-        if kept is not None:
+    def read_channel(self, blob_key: int, row: tuple[int | None, int, bytes] | None = None) -> Any:
+        """A channel value: the blob's list, and those it appends to (blobs never change);
+        or its map, and those it changes. With its `row`, if the blob is known to be a map
+        delta: then it is read from its base's map if that is kept, without the chain (a
+        blob only ever points at an older one; any other link is read, and refused, through
+        the chain)."""
+        kept_map = self._maps.get(blob_key)
+        if kept_map is not None:
+            return kept_map.copy()
+        if row is not None and row[0] is not None and row[0] < blob_key:
+            base = self._maps.get(row[0])
+            if base is not None:
+                return self._map(blob_key, base, [(blob_key, *row)])
+        info = self._dicts.get(blob_key)
+        if info is not None:  # a map this store wrote
             self._dicts.move_to_end(blob_key)
-            return self.serde.loads(kept.data())  # decoded anew: a copy of its own
+            value = self.serde.loads(info.data)
+            return self._hand_out(blob_key, value, map_types(value), full=True)
         decoded = self._decoded.get(blob_key)
         handed = None if decoded is None else decoded.handed_out()
         if handed is not None:
@@ -157,9 +171,59 @@ class BlobStore:
         if past is not None:
             return past
         rows = self._chain(blob_key)
+        if len(rows) > 1 and dict_delta.is_delta(rows[1][3]):
+            return self._map(blob_key, *self._newest_kept(rows))
         value = self._read_chain(blob_key, rows)
         self.keep_decoded(blob_key, value, lineage=_lineage(rows))
         return value
+
+    def _newest_kept(self, rows: list[Any]) -> tuple[Kept | None, list[Any]]:
+        """The newest map kept decoded on a chain of map deltas (oldest first), and the
+        rows after it; None and all of them if none is kept."""
+        for index in range(len(rows) - 1, -1, -1):
+            kept = self._maps.get(rows[index][0])
+            if kept is not None:
+                return kept, rows[index + 1 :]
+        return None, rows
+
+    def _map(self, blob_key: int, kept: Kept | None, rows: list[Any]) -> Any:
+        """The map `kept` (else the full copy first in `rows`, decoded and kept) with the
+        map deltas in `rows` applied: kept in turn, and handed out as a copy."""
+        types: frozenset[type] | None
+        if kept is not None:
+            value, types, shares = dict(kept.value), kept.types, True
+        else:
+            (key, _base, is_record, data), *rows = rows
+            value = self._decode(is_record, data, key)
+            types = map_types(value)
+            shares = self._maps.keep(key, value, types, full=True) is not None
+            if shares:
+                value = dict(value)  # the kept map stays as it is
+        added: dict[Any, Any] = {}  # the entries the deltas set, the last of each key
+        for key, _base, _is_record, data in rows:
+            change = self._decode(0, data, key)
+            dict_delta.apply(value, change, key)
+            added.update(change[0])
+        if types is not None and added:
+            more = map_types(added)
+            types = None if more is None else types | more
+        return self._hand_out(blob_key, value, types, full=False, shares=shares)
+
+    def _hand_out(
+        self,
+        blob_key: int,
+        value: Any,
+        types: frozenset[type] | None,
+        *,
+        full: bool,
+        shares: bool = False,
+    ) -> Any:
+        """A map just read, kept if it may be (then the reader gets a copy); one sharing
+        values with a kept map is copied as deep as those go."""
+        kept = self._maps.keep(blob_key, value, types, full=full)
+        if kept is not None:
+            return kept.copy()
+        return unshared(value) if shares else value
 
     def _prefix(self, blob_key: int) -> list[Any] | None:
         """The blob's list as the start of a kept list that extends it, if one does."""
@@ -254,10 +318,6 @@ class BlobStore:
         value = self._decode(rows[0][2], rows[0][3], rows[0][0])
         if len(rows) == 1:
             return value
-        if dict_delta.is_delta(rows[1][3]):
-            for key, _base, _is_record, data in rows[1:]:
-                dict_delta.apply(value, self._decode(0, data, key), key)
-            return value
         if not isinstance(value, list):
             raise CorruptValueError(
                 f"stored value {blob_key} appends to a value that is not a list"
@@ -326,20 +386,16 @@ class BlobStore:
         return info
 
     def dict_info(self, blob_key: int) -> DictInfo | None:
-        """The map a channel blob holds, encoded entry by entry; None if it is no map with
-        text keys."""
-        info = self._dicts.get(blob_key)
-        if info is not None:
+        """The map a channel blob holds, encoded; None if it is no map with text keys."""
+        if blob_key in self._dicts:
             self._dicts.move_to_end(blob_key)
-            return info
-        rows = self._chain(blob_key)
-        info = dict_delta.info_of(self._read_chain(blob_key, rows), len(rows) - 1)
-        if info is None:
-            return None
+            return self._dicts[blob_key]
+        depth = len(self._chain(blob_key)) - 1
+        info = dict_delta.info_of(self.read_channel(blob_key), depth)
         self.remember_dict(blob_key, info)
         return info
 
-    def remember_dict(self, blob_key: int, info: DictInfo) -> None:
+    def remember_dict(self, blob_key: int, info: DictInfo | None) -> None:
         self._dicts[blob_key] = info
         if len(self._dicts) > DECODED_MAX:
             self._dicts.popitem(last=False)
@@ -360,6 +416,7 @@ class BlobStore:
         self._recent.clear()
         self._decoded.clear()
         self._dicts.clear()
+        self._maps.clear()
         self._lineages.clear()
         self._lengths.clear()
 

@@ -10,14 +10,22 @@ maps with text keys whose order is kept that way, so a map reads back exactly as
 
 A chain gets a full copy at least every DELTA_DEPTH_MAX deltas, so reading a past value
 applies few of them; and a delta is written only when it is under half the map.
+
+Finding the keys that changed is what a step costs: the usual step (a node copies the map
+and sets a key) encodes the new entries and then the whole map once, at C speed, and compares
+it with the stored map spliced with them (`_replaced`); any other change, or a value changed
+in place, is found by comparing each entry encoded (`_compared`). Bytes are compared, never
+objects, so an equal value of another type (1 for True) is a change.
 """
 
 from __future__ import annotations
 
 import operator
 from dataclasses import dataclass
-from itertools import compress
+from itertools import accumulate, compress, count
 from typing import Any
+
+import msgpack
 
 from ttcli.errors import CorruptValueError
 from ttcli.savers import serde
@@ -29,84 +37,143 @@ _TEXT = frozenset({str})
 
 @dataclass(frozen=True, slots=True)
 class DictInfo:
-    """A stored map as its entries encoded one by one, to compute the next delta from."""
+    """A stored map, encoded, to compute the next delta from."""
 
     keys: list[str]
-    key_data: list[bytes]  # each key encoded
-    value_data: list[bytes]  # each value encoded
+    data: bytes  # the whole map, encoded as `serde.dumps` encodes it
+    sizes: list[int]  # each entry's size in `data` (its key and value encoded)
+    #: the objects `data` was encoded from: only a hint at which entries a new map left
+    #: alone (the new map is encoded whole and compared, see `_replaced`)
+    values: tuple[Any, ...]
     depth: int  # deltas since the full copy
-    size: int  # bytes of its entries encoded
-
-    def data(self) -> bytes:
-        """The whole map, encoded as `serde.dumps` encodes it."""
-        return serde.map_header(len(self.keys)) + b"".join(
-            map(operator.add, self.key_data, self.value_data)
-        )
-
-
-def encoded(value: Any) -> tuple[list[str], list[bytes]] | None:
-    """A map's keys and each of its values encoded, if its keys are all text; None for any
-    other value, or one that does not encode (encoding it whole names what fails)."""
-    if type(value) is not dict or not set(map(type, value)) <= _TEXT:
-        return None
-    try:
-        return list(value), list(map(serde.packer().pack, value.values()))
-    except Exception:  # noqa: BLE001 - any failure: the caller encodes the value whole
-        return None
 
 
 def info_of(value: Any, depth: int) -> DictInfo | None:
-    found = encoded(value)
+    """The info of a map with text keys; None for any other value, or one that does not
+    encode (encoding it whole names what fails)."""
+    found = _entries(value, serde.packer())
     if found is None:
         return None
-    keys, values = found
-    key_data = list(map(serde.packer().pack, keys))
-    return DictInfo(keys, key_data, values, depth, _size(key_data) + _size(values))
+    keys, entries = found
+    return DictInfo(keys, _joined(entries), list(map(len, entries)), tuple(value.values()), depth)
 
 
-def delta(base: DictInfo, keys: list[str], values: list[bytes]) -> tuple[bytes, DictInfo] | None:
-    """The delta taking the map `base` to the map of `keys` and `values` (encoded), and the
-    new map's info; None unless the delta is worth storing: under half the map's size, on a
-    chain not too long, and rebuilding the same key order."""
-    if base.depth + 1 >= DELTA_DEPTH_MAX:
+def delta(base: DictInfo, value: Any) -> tuple[bytes, DictInfo] | None:
+    """The delta taking the map `base` to `value`, and the new map's info; None unless
+    `value` is a map with text keys and the delta is worth storing: under half the map's
+    size, on a chain not too long, and rebuilding the same key order."""
+    if base.depth + 1 >= DELTA_DEPTH_MAX or type(value) is not dict:
         return None
-    deleted: list[str] = []
-    if keys == base.keys:  # the usual case, compared at C speed
-        key_data = base.key_data
-        changed = list(compress(range(len(keys)), map(operator.ne, values, base.value_data)))
-        before = base.value_data
-        size = base.size + sum(len(values[i]) - len(before[i]) for i in changed)
-    else:
-        key_data = list(map(serde.packer().pack, keys))
-        old = dict(zip(base.keys, base.value_data, strict=True))
-        changed = [i for i, (k, v) in enumerate(zip(keys, values, strict=True)) if old.get(k) != v]
-        new = set(keys)
-        deleted = [key for key in base.keys if key not in new]
-        merged = dict.fromkeys(base.keys)
-        for key in deleted:
-            del merged[key]
-        merged.update(dict.fromkeys(keys[i] for i in changed))
-        if list(merged) != keys:
-            return None  # the order changed: applying the delta would not rebuild it
-        size = _size(key_data) + _size(values)
     packer = serde.packer()
+    try:
+        made = _replaced(base, value, packer)
+    except Exception:  # noqa: BLE001 - any failure: the caller encodes the value whole
+        return None
+    if made is None:
+        made = _compared(base, value, packer)
+    if made is None:
+        return None
+    changed, deleted, info = made
     data = b"".join(
         [
             b"\x82\x00",
             serde.map_header(len(changed)),
-            *(key_data[i] + values[i] for i in changed),
+            *changed,
             b"\x01",
             serde.array_header(len(deleted)),
             *map(packer.pack, deleted),
         ]
     )
-    if 2 * len(data) >= size:
+    if 2 * len(data) >= len(info.data):
         return None
-    return data, DictInfo(keys, key_data, values, base.depth + 1, size)
+    return data, info
 
 
-def _size(parts: list[bytes]) -> int:
-    return sum(map(len, parts))
+#: what a delta holds: the entries that changed (key and value encoded) and the keys
+#: deleted; and the new map's info
+_Made = tuple[list[bytes], list[str], DictInfo]
+
+
+def _replaced(base: DictInfo, value: dict[Any, Any], packer: msgpack.Packer) -> _Made | None:
+    """The delta of the usual step: `value` holds the objects `base` was encoded from in
+    all but a few entries (a node copied the map and set a key).
+
+    Only those few are encoded on their own (with the keys of `base`); then the whole map
+    is, at C speed, and must be `base` with just those entries replaced, byte for byte. A
+    key renamed, a value changed in place, or replaced by an equal one of another type (1
+    for True) makes it differ: then None, as for any other case, and the caller compares
+    every entry (`_compared`).
+    """
+    values, keys, sizes = tuple(value.values()), base.keys, list(base.sizes)
+    if len(values) != len(keys):
+        return None
+    replaced = list(compress(count(), map(operator.is_not, values, base.values)))
+    if 2 * len(replaced) > len(keys):
+        return None
+    old = base.data
+    pieces: list[bytes] = []
+    changed: list[bytes] = []
+    copied = 0  # bytes of `old` in `pieces`
+    at, done = len(serde.map_header(len(keys))), 0  # where in `old` entry `done` starts
+    for i in replaced:
+        start = at + sum(sizes[done:i])
+        at, done = start + sizes[i], i + 1
+        entry = packer.pack(keys[i]) + packer.pack(values[i])
+        if entry != old[start:at]:
+            changed.append(entry)
+        pieces += [old[copied:start], entry]
+        copied, sizes[i] = at, len(entry)
+    pieces.append(old[copied:])
+    data = packer.pack(value)
+    if data != b"".join(pieces):
+        return None
+    return changed, [], DictInfo(keys, data, sizes, values, base.depth + 1)
+
+
+def _compared(base: DictInfo, value: dict[Any, Any], packer: msgpack.Packer) -> _Made | None:
+    """The delta found by encoding every entry and comparing it with the stored one."""
+    found = _entries(value, packer)
+    if found is None:
+        return None
+    keys, entries = found
+    starts = list(accumulate(base.sizes, initial=len(serde.map_header(len(base.keys)))))
+    old = list(map(base.data.__getitem__, map(slice, starts, starts[1:])))
+    deleted: list[str] = []
+    if keys == base.keys:  # the usual case, compared at C speed
+        changed = list(compress(entries, map(operator.ne, entries, old)))
+    else:
+        before = dict(zip(base.keys, old, strict=True))
+        news = [i for i, (k, e) in enumerate(zip(keys, entries, strict=True)) if before.get(k) != e]
+        changed = [entries[i] for i in news]
+        new = set(keys)
+        deleted = [key for key in base.keys if key not in new]
+        merged = dict.fromkeys(base.keys)
+        for key in deleted:
+            del merged[key]
+        merged.update(dict.fromkeys(keys[i] for i in news))
+        if list(merged) != keys:
+            return None  # the order changed: applying the delta would not rebuild it
+    info = DictInfo(
+        keys, _joined(entries), list(map(len, entries)), tuple(value.values()), base.depth + 1
+    )
+    return changed, deleted, info
+
+
+def _entries(value: Any, packer: msgpack.Packer) -> tuple[list[str], list[bytes]] | None:
+    """A map's keys and each of its entries encoded (key and value), if its keys are all
+    text; None for any other value, or one that does not encode."""
+    if type(value) is not dict or not set(map(type, value)) <= _TEXT:
+        return None
+    keys = list(value)
+    try:
+        values = map(packer.pack, value.values())
+        return keys, list(map(operator.add, map(packer.pack, keys), values))
+    except Exception:  # noqa: BLE001 - any failure: the caller encodes the value whole
+        return None
+
+
+def _joined(entries: list[bytes]) -> bytes:
+    return serde.map_header(len(entries)) + b"".join(entries)
 
 
 def is_delta(data: bytes) -> bool:

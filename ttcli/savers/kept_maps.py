@@ -1,0 +1,128 @@
+"""Maps read from the store kept decoded: reading a past checkpoint reads its map channel's
+value two or three times (the channel value, metadata.writes, the next step's pending
+write), and a map stored as a delta is its base's map with a few keys changed.
+
+A kept map is private: it is never handed out, only copies of it; and it is kept only when
+those of its values that can change in place (maps and lists) hold immutable scalars alone,
+so that a copy one level deep, made at C speed, shares nothing a reader can change.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections import OrderedDict
+from collections.abc import Iterable
+from dataclasses import dataclass
+from itertools import chain, compress, repeat
+from typing import Any
+
+from ttcli.savers import serde
+
+KEPT_MAPS_MAX = 16  # full copies, and as many maps made from them
+KEPT_ENTRIES_MAX = 1 << 17  # entries of either kind together: memory stays bounded
+
+_CONTAINERS = frozenset({dict, list})
+_FLAT = serde.SCALARS | _CONTAINERS
+
+
+@dataclass(frozen=True, slots=True)
+class Kept:
+    """A map, and the types of its values (their maps and lists hold scalars only)."""
+
+    value: dict[Any, Any]
+    types: frozenset[type]
+
+    def copy(self) -> dict[Any, Any]:
+        """A copy of the map sharing nothing that changes in place."""
+        value, types = self.value, self.types
+        if types <= serde.SCALARS:
+            return dict(value)
+        if types == {dict}:
+            return dict(zip(value, map(dict.copy, value.values())))  # noqa: B905 - one map's
+        return unshared(value)
+
+
+def unshared(value: dict[Any, Any]) -> dict[Any, Any]:
+    """A copy of a map with copies of the maps and lists it holds."""
+    return {k: v.copy() if type(v) in _CONTAINERS else v for k, v in value.items()}
+
+
+def map_types(value: Any) -> frozenset[type] | None:
+    """The types of a map's values if its keys are immutable scalars and its values are
+    flat (see `_flat_types`); else None."""
+    if type(value) is not dict or not set(map(type, value)) <= serde.SCALARS:
+        return None
+    return _flat_types(value.values())
+
+
+def _flat_types(values: Iterable[Any]) -> frozenset[type] | None:
+    """The types of values that are immutable scalars, or maps and lists of them only
+    (checked at C speed); None if another value is among them."""
+    values = list(values)
+    kinds = list(map(type, values))
+    types = frozenset(kinds)
+    if types <= serde.SCALARS:
+        return types
+    if not types <= _FLAT:
+        return None
+    dicts = list(compress(values, map(operator.is_, kinds, repeat(dict))))
+    inner = chain(
+        chain.from_iterable(compress(values, map(operator.is_, kinds, repeat(list)))),
+        chain.from_iterable(map(dict.keys, dicts)),
+        chain.from_iterable(map(dict.values, dicts)),
+    )
+    return types if set(map(type, inner)) <= serde.SCALARS else None
+
+
+class KeptMaps:
+    """The maps of the blobs read last, by blob key (least recently used goes first).
+
+    Full copies are kept apart from the maps made from them by applying deltas (which
+    share their values, so cost little): reading a past checkpoint keeps two of the latter,
+    and they are not to push out the full copies that make the next read cheap.
+    """
+
+    def __init__(self) -> None:
+        self._full = _Kept()
+        self._derived = _Kept()
+
+    def get(self, blob_key: int) -> Kept | None:
+        return self._derived.get(blob_key) or self._full.get(blob_key)
+
+    def keep(
+        self, blob_key: int, value: Any, types: frozenset[type] | None, *, full: bool
+    ) -> Kept | None:
+        """Keep a map no one else holds (it must not change after), if it is flat (see
+        `_flat_types`) and not too large; `full` if it was decoded whole."""
+        if types is None or type(value) is not dict or len(value) > KEPT_ENTRIES_MAX:
+            return None
+        return (self._full if full else self._derived).keep(blob_key, Kept(value, types))
+
+    def clear(self) -> None:
+        self._full.clear()
+        self._derived.clear()
+
+
+class _Kept:
+    def __init__(self) -> None:
+        self._maps: OrderedDict[int, Kept] = OrderedDict()
+        self._entries = 0
+
+    def get(self, blob_key: int) -> Kept | None:
+        kept = self._maps.get(blob_key)
+        if kept is not None:
+            self._maps.move_to_end(blob_key)
+        return kept
+
+    def keep(self, blob_key: int, kept: Kept) -> Kept:
+        gone = self._maps.pop(blob_key, None)
+        self._entries += len(kept.value) - (0 if gone is None else len(gone.value))
+        self._maps[blob_key] = kept
+        while len(self._maps) > KEPT_MAPS_MAX or self._entries > KEPT_ENTRIES_MAX:
+            _, dropped = self._maps.popitem(last=False)
+            self._entries -= len(dropped.value)
+        return kept
+
+    def clear(self) -> None:
+        self._maps.clear()
+        self._entries = 0
