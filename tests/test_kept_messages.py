@@ -98,14 +98,7 @@ def test_a_result_the_app_changes_in_place_never_reaches_the_next_turn(
 
 
 def test_a_message_class_that_changes_without_telling_is_still_checked(db_path: Path) -> None:
-    def bot(state: MessagesState) -> dict[str, Any]:
-        if len(state["messages"]) > 4:
-            state["messages"][0]["content"] = "changed quietly"
-        return {"messages": [("assistant", "a reply " * 8)]}
-
-    builder = StateGraph(MessagesState)
-    builder.add_node("bot", bot)
-    builder.add_edge(START, "bot")
+    builder = _chat(lambda first: first.__setitem__("content", "changed quietly"))
     with SqliteSaver.from_conn_string(db_path) as saver:
         app = builder.compile(checkpointer=saver)
         for question in (Quiet("a question " * 8), ("user", "another " * 8)):
