@@ -14,7 +14,7 @@ import tempfile
 from contextlib import closing
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, TypedDict
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -299,3 +299,39 @@ def test_blobs_deleted_from_the_archive_meanwhile_are_copied_again(
                 target.get_tuple(config("t", i)) == saver.get_tuple(config("t", i)) for i in kept
             )
             assert target.integrity_problems() == []
+
+
+class Texts(TypedDict):
+    x: str
+    n: int
+
+
+def _same_values(db: Target, threads: list[str]) -> None:
+    """Threads whose blobs hold the same bytes: the same graph run on the same inputs."""
+    builder = StateGraph(Texts)
+    builder.add_node("a", lambda state: {"x": f"value {state['n']} " * 20, "n": state["n"] + 1})
+    builder.add_edge(START, "a")
+    builder.add_edge("a", END)
+    with closing(open_saver(db)) as saver:
+        app = builder.compile(checkpointer=saver)
+        for thread in threads:
+            for n in range(3):
+                app.invoke({"x": f"input {n} " * 20, "n": n}, config(thread))
+
+
+def test_archived_threads_never_share_a_stored_value(new_db: NewDb, archive_db: Target) -> None:
+    """Two sources whose threads store the same bytes, archived into one database: a thread
+    copied under new keys there, and another copied after it whose source keys are those
+    new keys, took the first one's blobs for its own (same key, same bytes), and deleting
+    the first thread from the archive left the second unreadable."""
+    first, second = new_db("first.db"), new_db("second.db")
+    _same_values(first, ["a"])
+    _same_values(second, ["t", "u"])
+    for source in (first, second):
+        with closing(open_saver(source)) as saver:
+            assert prune_into(saver, archive_db, keep_last=0) > 0
+    with closing(open_saver(archive_db)) as archive:
+        kept = {key: value for key, value in everything(archive).items() if key[0] != "t"}
+        archive.delete_thread("t")
+        assert archive.integrity_problems() == []
+        assert everything(archive) == kept

@@ -47,9 +47,10 @@ _DELETED = "UPDATE ttcli_meta SET deletions = deletions + 1 RETURNING deletions"
 #: ttcli's tables too (their oid), since advisory locks are the whole database's and another
 #: schema of it may hold ttcli's tables as well (an archive)
 _CLAIM = "SELECT pg_advisory_xact_lock(hashtextextended(?, 'threads'::regclass::oid::bigint))"
-#: which server (its start time and port), database and schema the tables are in
+#: which server (its start time), database and `threads` table the tables are: the same
+#: however the DSN reaches them (a Unix socket has no port, a schema several spellings)
 _IDENTITY = """
-SELECT pg_postmaster_start_time(), inet_server_port(), current_database(), current_schema()
+SELECT pg_postmaster_start_time(), current_database(), 'threads'::regclass::oid
 """
 
 

@@ -291,14 +291,15 @@ class Page:
             else fetch_blobs(self.tconn, [key for key in rows if floor < key <= newest])
         )
         new_keys = self.c.target.new_blob_keys(self.tconn, len(rows), max(newest, *rows))
+        kept_keys = self.c.target.copied.kept_keys(self.c.source)
         inserted = []
         for key in sorted(rows):  # a blob points only at older ones: they are decided first
             base_key, is_record, data = rows[key]
             if is_record:
                 data = self.serde.dumps(self.c.entry(self.serde.loads(data)))
             base = None if base_key is None else self.c.blob(base_key)
-            if taken.get(key) == (base, is_record, data):  # copied already (an earlier page)
-                self.c.blobs[key] = key
+            if key in kept_keys and taken.get(key) == (base, is_record, data):
+                self.c.blobs[key] = key  # copied already (an earlier page), under its key
                 continue
             if (
                 floor is not None
@@ -308,6 +309,7 @@ class Page:
                 and data == rows[key][2]
             ):
                 self.c.blobs[key] = key
+                kept_keys.add(key)
             else:
                 self.c.blobs[key] = next(new_keys)
             inserted.append((self.c.blobs[key], base, is_record, data))
