@@ -17,9 +17,9 @@ from ttcli.savers.blobs import (
     RECORD_ENTRY_MIN,
     BlobStore,
     ChannelInfo,
-    body,
     entry_refs,
 )
+from ttcli.savers.encoded_lists import body
 from ttcli.savers.serde import Ref, array_header
 
 

@@ -35,6 +35,7 @@ from ttcli.errors import CorruptValueError
 from ttcli.savers import dict_delta, serde
 from ttcli.savers.decoded import Decoded, Lineage
 from ttcli.savers.dict_delta import DictInfo
+from ttcli.savers.encoded_lists import joined_lists, list_length
 from ttcli.savers.kept_maps import Kept, KeptMaps, map_types, unshared
 from ttcli.savers.serde import Ref, Serializer
 
@@ -312,7 +313,7 @@ class BlobStore:
     def _read_chain(self, blob_key: int, rows: list[Any] | None = None) -> Any:
         rows = self._chain(blob_key) if rows is None else rows
         if len(rows) > 1 and not any(is_record for _, _, is_record, _ in rows):
-            joined = _joined_lists([data for *_, data in rows])
+            joined = joined_lists([data for *_, data in rows])
             if joined is not None:  # the whole chain is plain lists: decode it in one go
                 return self._decode(0, joined, blob_key)
         value = self._decode(rows[0][2], rows[0][3], rows[0][0])
@@ -425,25 +426,12 @@ def _lineage(rows: list[Any]) -> Lineage | None:
     """The lineage of a chain of plain lists (oldest first), from their encoded lengths."""
     node, length = None, 0
     for blob_key, _base, is_record, data in rows:
-        count = None if is_record else _list_length(data)
+        count = None if is_record else list_length(data)
         if count is None:
             return None
         length += count
         node = Lineage(blob_key, length, node)
     return node
-
-
-def _list_length(data: bytes) -> int | None:
-    first = data[:1]
-    if not first:
-        return None
-    if 0x90 <= first[0] <= 0x9F:
-        return first[0] & 0x0F
-    if first[0] == 0xDC and len(data) >= 3:
-        return int.from_bytes(data[1:3], "big")
-    if first[0] == 0xDD and len(data) >= 5:
-        return int.from_bytes(data[1:5], "big")
-    return None
 
 
 def _older(blob_key: int, links: Iterable[int]) -> None:
@@ -453,35 +441,3 @@ def _older(blob_key: int, links: Iterable[int]) -> None:
             raise CorruptValueError(
                 f"stored value {blob_key} points at {link}, not an older value (a loop)"
             )
-
-
-def body(data: bytes) -> bytes:
-    """A msgpack array without its header."""
-    first = data[0]
-    if 0x90 <= first <= 0x9F:
-        return data[1:]
-    if first == 0xDC:
-        return data[3:]
-    if first == 0xDD:
-        return data[5:]
-    raise CorruptValueError("expected an encoded list")
-
-
-def _joined_lists(parts: list[bytes]) -> bytes | None:
-    """One encoded list of the items of several encoded lists, or None if one is not a list
-    (then the caller decodes blob by blob and says which one is wrong)."""
-    count, bodies = 0, []
-    for data in parts:
-        first = data[:1]
-        if not first:
-            return None
-        if 0x90 <= first[0] <= 0x9F:
-            count, body = count + (first[0] & 0x0F), data[1:]
-        elif first[0] == 0xDC and len(data) >= 3:
-            count, body = count + int.from_bytes(data[1:3], "big"), data[3:]
-        elif first[0] == 0xDD and len(data) >= 5:
-            count, body = count + int.from_bytes(data[1:5], "big"), data[5:]
-        else:
-            return None
-        bodies.append(body)
-    return serde.array_header(count) + b"".join(bodies)
