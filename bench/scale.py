@@ -1,6 +1,7 @@
-"""Scale: history, a filtered history, `show` deep in the past and `threads --prefix` on one
-thread of 1,000,000 checkpoints among 10,000 threads, against the same at 1,000 / 10; and the
-peak memory of reading history and of pruning the big thread at both sizes.
+"""Scale: history, a filtered history, `show` deep in the past (by id, a prefix of it,
+`latest~10` and the short id) and `threads --prefix` on one thread of 1,000,000 checkpoints
+among 10,000 threads, against the same at 1,000 / 10; and the peak memory of reading history
+and of pruning the big thread at both sizes.
 
 The files are built through the saver's `put`, the way the runtime writes (one transaction per
 checkpoint); every 100th checkpoint is an `update`. TTCLI_BENCH_CHECKPOINTS scales the big
@@ -106,6 +107,11 @@ def measure(workdir: Path, checkpoints: int, threads: int) -> dict[str, float]:
             db, "history", *big, "--filter", "source=update", "--limit", "20", "--json"
         ),
         "show": best_ms(db, "show", middle, *big, "--json"),
+        # refs: a prefix of the id (80 bits, unique), and ten back from the head
+        "show_prefix": best_ms(db, "show", middle[:28], *big, "--json"),
+        "show_back": best_ms(db, "show", "latest~10", *big, "--json"),
+        # the short id `history` prints: the id's end, found by a walk of the thread's ids
+        "show_short": best_ms(db, "show", middle[-8:], *big, "--json"),
         "threads": best_ms(db, "threads", "--prefix", "t:0000", "--json"),
         "rss_history": peak_rss_mb("--db", str(db), "history", *big, "--limit", "20"),
     }
@@ -126,6 +132,8 @@ def main(workdir: Path) -> list[tuple[str, str, str, str]]:
         ("history", "history --limit 20"),
         ("filter", "history --filter source=update --limit 20"),
         ("show", "show a checkpoint in the middle"),
+        ("show_prefix", "show by a prefix of its id"),
+        ("show_back", "show latest~10"),
         ("threads", "threads --prefix (10 threads)"),
     ):
         rows.append((
@@ -134,6 +142,13 @@ def main(workdir: Path) -> list[tuple[str, str, str, str]]:
             "",
             f"{big[key] / small[key]:.2f}x its time at 1,000",
         ))  # fmt: skip
+    rows.append((
+        "scale: show by its short id (the id's end, which history prints; a walk of the "
+        "thread's ids, not a target)",
+        f"{big['show_short']:.1f}",
+        "",
+        f"{big['show_short'] / small['show_short']:.2f}x its time at 1,000",
+    ))  # fmt: skip
     for key, what in (("rss_history", "history"), ("rss_prune", "prune of the big thread")):
         rows.append((
             f"memory: peak RSS of {what} (MB; flat)",
