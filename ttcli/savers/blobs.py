@@ -36,7 +36,7 @@ from ttcli.savers import dict_delta, serde
 from ttcli.savers.decoded import Decoded, Lineage
 from ttcli.savers.dict_delta import DictInfo
 from ttcli.savers.encoded_lists import joined_lists, list_length
-from ttcli.savers.kept_maps import Kept, KeptMaps, map_types, unshared
+from ttcli.savers.kept_maps import NOT_KEPT, Kept, KeptMaps, map_types, unshared
 from ttcli.savers.serde import Ref, Serializer
 
 INLINE_MAX = 24  # values encoding to at most this many bytes stay inline
@@ -137,6 +137,11 @@ class BlobStore:
         return self.serde.loads(self.serde.dumps(value))
 
     def read_value(self, blob_key: int) -> Any:
+        # a kept value (a map, a scalar) reads the same on its own as a channel value:
+        # only lists are adopted as appends
+        handed = self._maps.hand_out(blob_key)
+        if handed is not NOT_KEPT:
+            return handed
         row = self.rows.one(blob_key)
         if row is None:
             raise CorruptValueError(f"stored value {blob_key} is missing")
@@ -150,9 +155,9 @@ class BlobStore:
         delta: then it is read from its base's map if that is kept, without the chain (a
         blob only ever points at an older one; any other link is read, and refused, through
         the chain)."""
-        kept_map = self._maps.get(blob_key)
-        if kept_map is not None:
-            return kept_map.copy()
+        handed = self._maps.hand_out(blob_key)
+        if handed is not NOT_KEPT:
+            return handed
         if row is not None and row[0] is not None and row[0] < blob_key:
             base = self._maps.get(row[0])
             if base is not None:
@@ -176,6 +181,7 @@ class BlobStore:
             return self._map(blob_key, *self._newest_kept(rows))
         value = self._read_chain(blob_key, rows)
         self.keep_decoded(blob_key, value, lineage=_lineage(rows))
+        self._maps.keep_scalar(blob_key, value)
         return value
 
     def _newest_kept(self, rows: list[Any]) -> tuple[Kept | None, list[Any]]:

@@ -1,6 +1,8 @@
 """Maps read from the store kept decoded: reading a past checkpoint reads its map channel's
 value two or three times (the channel value, metadata.writes, the next step's pending
-write), and a map stored as a delta is its base's map with a few keys changed.
+write), and a map stored as a delta is its base's map with a few keys changed. Values that
+never change in place (a large text beside a counter) are kept too, and handed out as they
+are.
 
 A kept map is private: it is never handed out, only copies of it; and it is kept only when
 those of its values that can change in place (maps and lists) hold immutable scalars alone,
@@ -20,6 +22,9 @@ from ttcli.savers import serde
 
 KEPT_MAPS_MAX = 16  # full copies, and as many maps made from them
 KEPT_ENTRIES_MAX = 1 << 17  # entries of either kind together: memory stays bounded
+
+#: what `KeptMaps.hand_out` gives for a blob it does not keep
+NOT_KEPT: Any = object()
 
 _CONTAINERS = frozenset({dict, list})
 _FLAT = serde.SCALARS | _CONTAINERS
@@ -85,9 +90,28 @@ class KeptMaps:
     def __init__(self) -> None:
         self._full = _Kept()
         self._derived = _Kept()
+        self._scalars: OrderedDict[int, Any] = OrderedDict()
 
     def get(self, blob_key: int) -> Kept | None:
         return self._derived.get(blob_key) or self._full.get(blob_key)
+
+    def hand_out(self, blob_key: int) -> Any:
+        """What a reader of the blob gets, if it is kept (a copy of its map, or its immutable
+        value itself); else NOT_KEPT."""
+        kept = self.get(blob_key)
+        if kept is not None:
+            return kept.copy()
+        value = self._scalars.get(blob_key, NOT_KEPT)
+        if value is not NOT_KEPT:
+            self._scalars.move_to_end(blob_key)
+        return value
+
+    def keep_scalar(self, blob_key: int, value: Any) -> None:
+        """Keep a blob's value if it never changes in place (blobs never change)."""
+        if type(value) in serde.SCALARS:
+            self._scalars[blob_key] = value
+            if len(self._scalars) > KEPT_MAPS_MAX:
+                self._scalars.popitem(last=False)
 
     def keep(
         self, blob_key: int, value: Any, types: frozenset[type] | None, *, full: bool
@@ -101,6 +125,7 @@ class KeptMaps:
     def clear(self) -> None:
         self._full.clear()
         self._derived.clear()
+        self._scalars.clear()
 
 
 class _Kept:
