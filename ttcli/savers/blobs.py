@@ -187,10 +187,10 @@ class BlobStore:
 
     def _kept(self, blob_key: int) -> Any:
         """The blob's value made from what is kept (a map, its deltas, a scalar), or NOT_KEPT."""
-        made = self._maps.made_of(blob_key)
-        if made is not None:
+        handed = self._maps.hand_out(blob_key)
+        if handed is NOT_KEPT and (made := self._maps.made_of(blob_key)) is not None:
             return self._map(blob_key, made[0], [], made[1])
-        return self._maps.hand_out(blob_key)
+        return handed
 
     def _map(
         self, blob_key: int, kept: Kept | None, rows: list[Any], deltas: Sequence[Delta] = ()
