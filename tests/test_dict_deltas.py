@@ -296,8 +296,8 @@ def test_a_nested_value_a_later_step_replaced_reads_back_after_a_reader_changed_
     """A step sets a nested value that the next step replaces with a flat one: reading the
     later checkpoint first, then the earlier one (changing what it read), then the earlier
     one again, gives the nested value as stored each time."""
-    nested = {"deep": [1, {"deeper": [2]}]}
-    ops = [[("set", "key0", nested)], [("set", "key0", {"v": 1})], []]
+    nested: Any = {"deep": [1, {"deeper": [2]}]}
+    ops: list[list[Any]] = [[("set", "key0", nested)], [("set", "key0", {"v": 1})], []]
     tables = expected_tables(start_table(), copy.deepcopy(ops))
     config = {"configurable": {"thread_id": "t"}, "recursion_limit": 200}
     db = tmp_path / "ttcli.db"
