@@ -134,10 +134,10 @@ class States:
         checkpoint = self._checkpoint(checkpoint_id, created_at, state, values=values)
         parent = unpack_parent(checkpoint_id, parent_id)
         return CheckpointTuple(
-            config=ref.at(checkpoint["id"]).to_config(),
+            config=ref.config_at(checkpoint["id"]),
             checkpoint=checkpoint,
             metadata=metadata_of(source, step, other, writes),
-            parent_config=ref.at(id_text(parent)).to_config() if parent else None,
+            parent_config=ref.config_at(id_text(parent)) if parent else None,
             pending_writes=pending if values else None,
         )
 
