@@ -210,11 +210,11 @@ class BlobStore:
                 value = dict(value)  # the kept map stays as it is
         added: dict[Any, Any] = {}  # the entries the deltas set, the last of each key
         applied: list[Delta] = []
-        decoded = ((key, base, self._decode(0, data, key)) for key, base, _, data in rows)
-        for key, base, change in itertools.chain(deltas, decoded):
-            dict_delta.apply(value, change, key)
-            added.update(change[0])
-            applied.append((key, base, change))
+        decoded = ((k, base, self._decode(0, data, k), len(data)) for k, base, _, data in rows)
+        for delta in itertools.chain(deltas, decoded):
+            dict_delta.apply(value, delta[2], delta[0])
+            added.update(delta[2][0])
+            applied.append(delta)
         if types is not None and added:
             more = map_types(added)
             types = None if more is None else types | more

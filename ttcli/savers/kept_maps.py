@@ -26,13 +26,17 @@ from ttcli.savers import serde
 KEPT_MAPS_MAX = 16  # full copies, and as many maps made from them
 KEPT_ENTRIES_MAX = 1 << 17  # entries of either kind together: memory stays bounded
 
-KEPT_DELTAS_MAX = 4096  # decoded map deltas (a chain's keyframe comes every 32)
+KEPT_DELTAS_MAX = 4096  # decoded map deltas (a chain's keyframe comes every 32)...
+KEPT_DELTA_BYTES_MAX = 1 << 22  # ...of at most this many bytes encoded, together
+KEPT_SCALARS_MAX = 16  # immutable values (texts, bytes, numbers)...
+KEPT_SCALAR_SIZE_MAX = 1 << 25  # ...of at most this many characters or bytes, together
 
 #: what `KeptMaps.hand_out` gives for a blob it does not keep
 NOT_KEPT: Any = object()
 
-#: a decoded map delta: (blob_key, base_key, {0: {key: value}, 1: [deleted key]})
-Delta = tuple[int, int, Any]
+#: a decoded map delta: (blob_key, base_key, {0: {key: value}, 1: [deleted key]}, its
+#: size encoded)
+Delta = tuple[int, int, Any, int]
 
 _CONTAINERS = frozenset({dict, list})
 _FLAT = serde.SCALARS | _CONTAINERS
@@ -99,8 +103,9 @@ class KeptMaps:
         self._full = _Kept()
         self._derived = _Kept()
         self._scalars: OrderedDict[int, Any] = OrderedDict()
+        self._scalar_size = 0
         self._deltas: OrderedDict[int, Delta] = OrderedDict()
-        self._delta_entries = 0
+        self._delta_bytes = 0
 
     def get(self, blob_key: int) -> Kept | None:
         return self._derived.get(blob_key) or self._full.get(blob_key)
@@ -150,14 +155,14 @@ class KeptMaps:
     def keep_deltas(self, deltas: Iterable[Delta]) -> None:
         """Keep the decoded deltas a kept map was made with, those whose values are flat."""
         for delta in deltas:
-            blob_key, base_key, change = delta
+            blob_key, base_key, change, size = delta
+            # each on an older blob (so that walking them ends), and flat
             if base_key >= blob_key or blob_key in self._deltas or map_types(change[0]) is None:
-                continue  # a base is older: walking the kept deltas ends
+                continue
             self._deltas[blob_key] = delta
-            self._delta_entries += len(change[0]) + len(change[1])
-            while len(self._deltas) > KEPT_DELTAS_MAX or self._delta_entries > KEPT_ENTRIES_MAX:
-                _, (_key, _base, dropped) = self._deltas.popitem(last=False)
-                self._delta_entries -= len(dropped[0]) + len(dropped[1])
+            self._delta_bytes += size
+            while len(self._deltas) > KEPT_DELTAS_MAX or self._delta_bytes > KEPT_DELTA_BYTES_MAX:
+                self._delta_bytes -= self._deltas.popitem(last=False)[1][3]
 
     def hand_out(self, blob_key: int) -> Any:
         """What a reader of the blob gets, if it is kept (a copy of its map, or its immutable
@@ -172,10 +177,14 @@ class KeptMaps:
 
     def keep_scalar(self, blob_key: int, value: Any) -> None:
         """Keep a blob's value if it never changes in place (blobs never change)."""
-        if type(value) in serde.SCALARS:
-            self._scalars[blob_key] = value
-            if len(self._scalars) > KEPT_MAPS_MAX:
-                self._scalars.popitem(last=False)
+        if blob_key in self._scalars or type(value) not in serde.SCALARS:
+            return
+        if _size(value) > KEPT_SCALAR_SIZE_MAX:
+            return
+        self._scalars[blob_key] = value
+        self._scalar_size += _size(value)
+        while len(self._scalars) > KEPT_SCALARS_MAX or self._scalar_size > KEPT_SCALAR_SIZE_MAX:
+            self._scalar_size -= _size(self._scalars.popitem(last=False)[1])
 
     def keep(
         self, blob_key: int, value: Any, types: frozenset[type] | None, *, full: bool
@@ -190,8 +199,13 @@ class KeptMaps:
         self._full.clear()
         self._derived.clear()
         self._scalars.clear()
+        self._scalar_size = 0
         self._deltas.clear()
-        self._delta_entries = 0
+        self._delta_bytes = 0
+
+
+def _size(scalar: Any) -> int:
+    return len(scalar) if type(scalar) in (str, bytes) else 1
 
 
 class _Kept:
