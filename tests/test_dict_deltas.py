@@ -261,3 +261,56 @@ def test_one_map_changed_in_place_every_step_reads_as_it_was_at_each(tmp_path: P
             assert saved is not None
             written = [v for _t, c, v in saved.pending_writes or [] if c == "table"]
             assert [exactly(v) for v in written] == expected[at + 1 : at + 2]
+
+
+def test_past_maps_read_in_any_order_are_each_readers_own(tmp_path: Path) -> None:
+    """Past checkpoints read after the history was listed (their maps made from the maps
+    and deltas read before), in any order and again: each read is the map as stored, and
+    what a reader does to its values, metadata and tasks no later reader sees."""
+    ops = [[("set", KEYS[i % 40], {"v": i, "s": "z" * (i % 5)})] for i in range(90)]
+    tables = expected_tables(start_table(), ops)
+    config = {"configurable": {"thread_id": "t"}, "recursion_limit": 200}
+    with SqliteSaver.from_conn_string(tmp_path / "ttcli.db") as saver:
+        app = graph(saver)
+        app.invoke({"table": start_table(), "ops": ops, "step": 0}, config)
+        past = [s.config for s in app.get_state_history(config) if s.metadata["source"] == "loop"]
+        order = [*past[::7], *past[3::5], *past[::-4]]
+        for pick in order:
+            snapshot = app.get_state(pick)
+            at = snapshot.values["step"]
+            assert exactly(snapshot.values["table"]) == tables[at]
+            if at > 0:
+                assert exactly(snapshot.metadata["writes"]["step"]["table"]) == tables[at]
+            if snapshot.tasks:
+                assert exactly(snapshot.tasks[0].result["table"]) == tables[at + 1]
+            scramble(snapshot.values)
+            scramble(snapshot.metadata)
+            for task in snapshot.tasks:
+                scramble(task.result)
+        assert read_tables(app, config) == dict(enumerate(tables))
+
+
+def test_a_nested_value_a_later_step_replaced_reads_back_after_a_reader_changed_it(
+    tmp_path: Path,
+) -> None:
+    """A step sets a nested value that the next step replaces with a flat one: reading the
+    later checkpoint first, then the earlier one (changing what it read), then the earlier
+    one again, gives the nested value as stored each time."""
+    nested: Any = {"deep": [1, {"deeper": [2]}]}
+    ops: list[list[Any]] = [[("set", "key0", nested)], [("set", "key0", {"v": 1})], []]
+    tables = expected_tables(start_table(), copy.deepcopy(ops))
+    config = {"configurable": {"thread_id": "t"}, "recursion_limit": 200}
+    db = tmp_path / "ttcli.db"
+    with SqliteSaver.from_conn_string(db) as saver:
+        graph(saver).invoke({"table": start_table(), "ops": ops, "step": 0}, config)
+    with SqliteSaver.from_conn_string(db) as saver:  # nothing remembered from the writes
+        app = graph(saver)
+        history = app.get_state_history(config)
+        at = {s.values["step"]: s.config for s in history if s.metadata["source"] == "loop"}
+        assert exactly(app.get_state(at[2]).values["table"]) == tables[2]
+        for _ in range(2):
+            snapshot = app.get_state(at[1])
+            assert exactly(snapshot.values["table"]) == tables[1]
+            assert exactly(snapshot.metadata["writes"]["step"]["table"]) == tables[1]
+            scramble(snapshot.values)
+            scramble(snapshot.metadata)

@@ -25,6 +25,7 @@ items are stored once. Blobs belong to one thread (copies copy them).
 
 from __future__ import annotations
 
+import itertools
 import operator
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Sequence
@@ -36,7 +37,7 @@ from ttcli.savers import dict_delta, serde
 from ttcli.savers.decoded import Decoded, Lineage
 from ttcli.savers.dict_delta import DictInfo
 from ttcli.savers.encoded_lists import joined_lists, list_length
-from ttcli.savers.kept_maps import Kept, KeptMaps, map_types, unshared
+from ttcli.savers.kept_maps import NOT_KEPT, Delta, Kept, KeptMaps, map_types
 from ttcli.savers.serde import Ref, Serializer
 
 INLINE_MAX = 24  # values encoding to at most this many bytes stay inline
@@ -137,6 +138,11 @@ class BlobStore:
         return self.serde.loads(self.serde.dumps(value))
 
     def read_value(self, blob_key: int) -> Any:
+        # a kept value (a map, a scalar) reads the same on its own as a channel value:
+        # only lists are adopted as appends
+        handed = self._kept(blob_key)
+        if handed is not NOT_KEPT:
+            return handed
         row = self.rows.one(blob_key)
         if row is None:
             raise CorruptValueError(f"stored value {blob_key} is missing")
@@ -150,9 +156,9 @@ class BlobStore:
         delta: then it is read from its base's map if that is kept, without the chain (a
         blob only ever points at an older one; any other link is read, and refused, through
         the chain)."""
-        kept_map = self._maps.get(blob_key)
-        if kept_map is not None:
-            return kept_map.copy()
+        handed = self._kept(blob_key)
+        if handed is not NOT_KEPT:
+            return handed
         if row is not None and row[0] is not None and row[0] < blob_key:
             base = self._maps.get(row[0])
             if base is not None:
@@ -161,7 +167,7 @@ class BlobStore:
         if info is not None:  # a map this store wrote
             self._dicts.move_to_end(blob_key)
             value = self.serde.loads(info.data)
-            return self._hand_out(blob_key, value, map_types(value), full=True)
+            return self._maps.keep_read(blob_key, value, map_types(value), full=True)
         decoded = self._decoded.get(blob_key)
         handed = None if decoded is None else decoded.handed_out()
         if handed is not None:
@@ -173,23 +179,25 @@ class BlobStore:
             return past
         rows = self._chain(blob_key)
         if len(rows) > 1 and dict_delta.is_delta(rows[1][3]):
-            return self._map(blob_key, *self._newest_kept(rows))
+            return self._map(blob_key, *self._maps.newest(rows))
         value = self._read_chain(blob_key, rows)
         self.keep_decoded(blob_key, value, lineage=_lineage(rows))
+        self._maps.keep_scalar(blob_key, value)
         return value
 
-    def _newest_kept(self, rows: list[Any]) -> tuple[Kept | None, list[Any]]:
-        """The newest map kept decoded on a chain of map deltas (oldest first), and the
-        rows after it; None and all of them if none is kept."""
-        for index in range(len(rows) - 1, -1, -1):
-            kept = self._maps.get(rows[index][0])
-            if kept is not None:
-                return kept, rows[index + 1 :]
-        return None, rows
+    def _kept(self, blob_key: int) -> Any:
+        """The blob's value made from what is kept (a map, its deltas, a scalar), or NOT_KEPT."""
+        handed = self._maps.hand_out(blob_key)
+        if handed is NOT_KEPT and (made := self._maps.made_of(blob_key)) is not None:
+            return self._map(blob_key, made[0], [], made[1])
+        return handed
 
-    def _map(self, blob_key: int, kept: Kept | None, rows: list[Any]) -> Any:
+    def _map(
+        self, blob_key: int, kept: Kept | None, rows: list[Any], deltas: Sequence[Delta] = ()
+    ) -> Any:
         """The map `kept` (else the full copy first in `rows`, decoded and kept) with the
-        map deltas in `rows` applied: kept in turn, and handed out as a copy."""
+        decoded `deltas`, then the map deltas in `rows`, applied: kept in turn with them,
+        and handed out as a copy."""
         types: frozenset[type] | None
         if kept is not None:
             value, types, shares = dict(kept.value), kept.types, True
@@ -201,30 +209,18 @@ class BlobStore:
             if shares:
                 value = dict(value)  # the kept map stays as it is
         added: dict[Any, Any] = {}  # the entries the deltas set, the last of each key
-        for key, _base, _is_record, data in rows:
-            change = self._decode(0, data, key)
-            dict_delta.apply(value, change, key)
-            added.update(change[0])
+        applied: list[Delta] = []
+        decoded = ((k, base, self._decode(0, data, k), len(data)) for k, base, _, data in rows)
+        for delta in itertools.chain(deltas, decoded):
+            dict_delta.apply(value, delta[2], delta[0])
+            added.update(delta[2][0])
+            applied.append(delta)
         if types is not None and added:
             more = map_types(added)
             types = None if more is None else types | more
-        return self._hand_out(blob_key, value, types, full=False, shares=shares)
-
-    def _hand_out(
-        self,
-        blob_key: int,
-        value: Any,
-        types: frozenset[type] | None,
-        *,
-        full: bool,
-        shares: bool = False,
-    ) -> Any:
-        """A map just read, kept if it may be (then the reader gets a copy); one sharing
-        values with a kept map is copied as deep as those go."""
-        kept = self._maps.keep(blob_key, value, types, full=full)
-        if kept is not None:
-            return kept.copy()
-        return unshared(value) if shares else value
+        return self._maps.keep_read(
+            blob_key, value, types, full=False, shares=shares, deltas=applied
+        )
 
     def _prefix(self, blob_key: int) -> list[Any] | None:
         """The blob's list as the start of a kept list that extends it, if one does."""

@@ -12,7 +12,7 @@ never touch `writes` at all. Only this module knows about the two places: everyo
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -85,11 +85,24 @@ class PendingWrites:
         one; special ones do)."""
         params = {"thread_key": thread_key, "checkpoint_id": checkpoint_id}
         following = conn.execute(sql.NEXT, params).fetchone()
+        if table is None:
+            table, _ = self.table(conn, thread_key, checkpoint_id)
+        return self._merge(checkpoint_id, following, table)
+
+    def of_row(self, row: Sequence[Any]) -> Pending:
+        """`merged` of a checkpoint row as `sql.WITH_PENDING` gives it, which holds what
+        `merged` reads (the row right after it, its `writes` row): no statement."""
+        following = None if row[10] is None else row[10:13]
+        return self._merge(row[3], following, decode_pending(row[13], self.names))
+
+    def _merge(
+        self, checkpoint_id: bytes, following: Sequence[Any] | None, table: Pending
+    ) -> Pending:
+        """The writes moved into the row right after the checkpoint (`following`: its id,
+        parent and moved writes), if it is the checkpoint's child, then those of `table`."""
         merged: Pending = {}
         if following is not None and unpack_parent(following[0], following[1]) == checkpoint_id:
             merged = decode_pending(following[2], self.names)
-        if table is None:
-            table, _ = self.table(conn, thread_key, checkpoint_id)
         for task_id, (path, writes) in table.items():
             _path, known = merged.setdefault(task_id, (path, {}))
             for idx, write in writes.items():

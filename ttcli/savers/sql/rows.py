@@ -40,21 +40,32 @@ class Rows:
         connection.on_rollback.append(self.uncounted.clear)
 
     def thread_key(self, conn: Db, ref: CheckpointRef, *, create: bool = False) -> int | None:
-        facts, known = self.connection.facts, (ref.thread_id, ref.checkpoint_ns)
-        if self.connection.in_batch and known in facts.threads:
-            return facts.threads[known]
-        self.connection.claim(ref.thread_id)
+        known = self._known_or_claimed(ref)
+        if known is not None:
+            return known
         params = {"thread_id": ref.thread_id, "checkpoint_ns": ref.checkpoint_ns}
         row = conn.execute(sql.THREAD, params).fetchone()
         if row is not None:
-            found: int | None = int(row[0])
+            found = int(row[0])
         elif create:
             found = int(conn.execute(sql.NEW_THREAD, params).fetchall()[0][0])
         else:
             return None
-        if self.connection.in_batch and found is not None:
-            facts.threads[known] = found
+        self._learned(ref, found)
         return found
+
+    def _known_or_claimed(self, ref: CheckpointRef) -> int | None:
+        """The thread's key if the batch knows it; else None, and the thread claimed."""
+        if self.connection.in_batch:
+            known = self.connection.facts.threads.get((ref.thread_id, ref.checkpoint_ns))
+            if known is not None:
+                return known
+        self.connection.claim(ref.thread_id)
+        return None
+
+    def _learned(self, ref: CheckpointRef, thread_key: int) -> None:
+        if self.connection.in_batch:
+            self.connection.facts.threads[(ref.thread_id, ref.checkpoint_ns)] = thread_key
 
     def latest(self, conn: Db, thread_key: int) -> bytes | None:
         """The thread's latest checkpoint id (kept for the rest of a batch)."""
@@ -111,17 +122,25 @@ class Rows:
         return found
 
     def row(self, conn: Db, ref: CheckpointRef) -> Sequence[Any] | None:
-        """The row `ref` names (the thread's latest without an id), as `sql.SELECT` gives it."""
-        thread_key = self.thread_key(conn, ref)
-        if thread_key is None:
-            return None
+        """The row `ref` names (the thread's latest without an id), as `sql.WITH_PENDING`
+        gives it: the thread is looked up in the same statement."""
+        self._known_or_claimed(ref)
+        params: dict[str, Any] = {"thread_id": ref.thread_id, "checkpoint_ns": ref.checkpoint_ns}
         if ref.checkpoint_id is None:
-            return conn.execute(sql.LATEST, {"thread_key": thread_key}).fetchone()  # type: ignore[no-any-return]
-        checkpoint_id = id_bytes(ref.checkpoint_id)
-        if checkpoint_id is None:
-            return None
+            row = conn.execute(sql.LATEST_BY_REF, params).fetchone()
+        else:
+            params["checkpoint_id"] = id_bytes(ref.checkpoint_id)
+            if params["checkpoint_id"] is None:
+                return None
+            row = conn.execute(sql.BY_REF, params).fetchone()
+        if row is not None:
+            self._learned(ref, row[0])
+        return row  # type: ignore[no-any-return]
+
+    def by_key(self, conn: Db, thread_key: int, checkpoint_id: bytes) -> Sequence[Any] | None:
+        """A checkpoint's row as `sql.WITH_PENDING` gives it, if it (still) exists."""
         params = {"thread_key": thread_key, "checkpoint_id": checkpoint_id}
-        return conn.execute(sql.BY_ID, params).fetchone()  # type: ignore[no-any-return]
+        return conn.execute(sql.BY_KEY, params).fetchone()  # type: ignore[no-any-return]
 
     def ids(
         self,

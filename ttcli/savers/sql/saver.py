@@ -117,9 +117,10 @@ class SqlSaver(BaseSaver):
             rows = conn.execute(query, params).fetchall()
         # decoded as each is yielded (a whole history's values never sit in memory at once),
         # each in a read of its own (the caller may write between two)
-        for row in rows:
+        for listed in rows:
             with self.connection.read() as conn:
-                if not self.rows.exists(conn, row[0], row[3]):
+                row = self.rows.by_key(conn, listed[0], listed[3])
+                if row is None:
                     continue  # deleted since (a prune)
                 saved = self.states.tuple(conn, row)
             yield saved
@@ -169,9 +170,7 @@ class SqlSaver(BaseSaver):
                 return []
             return [
                 (task_id, path, channel, self.blobs.load_value(entry))
-                for task_id, path, channel, entry in in_order(
-                    self.pending.merged(conn, row[0], row[3])
-                )
+                for task_id, path, channel, entry in in_order(self.pending.of_row(row))
             ]
 
     def delete_checkpoints(

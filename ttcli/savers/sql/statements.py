@@ -27,27 +27,60 @@ VALUES (:thread_id, :checkpoint_ns)
 RETURNING thread_key
 """
 
-SELECT = """
+_COLUMNS = """
 SELECT c.thread_key, t.thread_id, t.checkpoint_ns, c.checkpoint_id, c.parent_id, c.created_at,
-       c.source, c.step, c.metadata, c.state
+       c.source, c.step, c.metadata, c.state"""
+
+_FROM = """
 FROM checkpoints AS c
 JOIN threads AS t USING (thread_key)
 """
 
-BY_ID = (
-    SELECT
-    + """
-WHERE c.thread_key = :thread_key
-  AND c.checkpoint_id = :checkpoint_id
+#: checkpoint rows: (thread_key, thread_id, checkpoint_ns, checkpoint_id, parent_id,
+#: created_at, source, step, metadata, state)
+SELECT = _COLUMNS + _FROM
+
+#: a checkpoint row as SELECT gives it, then what its pending writes are read from (see
+#: pending.py): the row right after it (its id, parent and the writes moved into it) and its
+#: `writes` row; one statement, where three ran one after the other
+WITH_PENDING = (
+    _COLUMNS
+    + """,
+       n.checkpoint_id, n.parent_id, n.parent_writes, w.tasks"""
+    + _FROM
+    + """LEFT JOIN checkpoints AS n
+  ON n.thread_key = c.thread_key
+ AND n.checkpoint_id = (
+    SELECT f.checkpoint_id
+    FROM checkpoints AS f
+    WHERE f.thread_key = c.thread_key
+      AND f.checkpoint_id > c.checkpoint_id
+    ORDER BY f.checkpoint_id
+    LIMIT 1
+ )
+LEFT JOIN writes AS w
+  ON w.thread_key = c.thread_key
+ AND w.checkpoint_id = c.checkpoint_id
 """
 )
 
-LATEST = (
-    SELECT
-    + """
-WHERE c.thread_key = :thread_key
-ORDER BY c.checkpoint_id DESC
-LIMIT 1
+#: the thread a CheckpointRef names, by its key looked up first (as THREAD does)
+_OF_THREAD = """WHERE c.thread_key = (
+    SELECT k.thread_key
+    FROM threads AS k
+    WHERE k.thread_id = :thread_id
+      AND k.checkpoint_ns = :checkpoint_ns
+)
+"""
+
+BY_REF = WITH_PENDING + _OF_THREAD + "  AND c.checkpoint_id = :checkpoint_id\n"
+
+LATEST_BY_REF = WITH_PENDING + _OF_THREAD + "ORDER BY c.checkpoint_id DESC\nLIMIT 1\n"
+
+BY_KEY = (
+    WITH_PENDING
+    + """WHERE c.thread_key = :thread_key
+  AND c.checkpoint_id = :checkpoint_id
 """
 )
 

@@ -25,6 +25,9 @@ STATE_CACHE_MAX = 1024  # resolved checkpoint states kept for delta decoding
 #: the deepest delta a reader accepts (writers store a full state every KEYFRAME_DEPTH)
 STATE_DEPTH_MAX = 1024
 
+#: a checkpoint row's (parent_id, state)
+StateRow = Sequence[Any]
+
 
 class States:
     """Resolved checkpoint states, and rows turned into CheckpointTuples."""
@@ -51,13 +54,16 @@ class States:
         if len(self._cache) > STATE_CACHE_MAX:
             self._cache.popitem(last=False)
 
-    def resolve(self, conn: Db, thread_key: int, checkpoint_id: bytes) -> State | None:
-        """A checkpoint's resolved state (deltas applied), or None if it does not exist."""
+    def resolve(
+        self, conn: Db, thread_key: int, checkpoint_id: bytes, stored: StateRow | None = None
+    ) -> State | None:
+        """A checkpoint's resolved state (deltas applied), or None if it does not exist;
+        `stored`: its (parent_id, state) if the caller read its row in this transaction."""
         cached = self._cache.get((thread_key, checkpoint_id))
         if cached is not None:
             self._cache.move_to_end((thread_key, checkpoint_id))
             return cached
-        rows, state = self._deltas(conn, thread_key, checkpoint_id)
+        rows, state = self._deltas(conn, thread_key, checkpoint_id, stored)
         if not rows:
             return None
         for key, data in reversed(rows):  # oldest first: each applies to its parent's state
@@ -66,7 +72,7 @@ class States:
         return state
 
     def _deltas(
-        self, conn: Db, thread_key: int, checkpoint_id: bytes
+        self, conn: Db, thread_key: int, checkpoint_id: bytes, stored: StateRow | None
     ) -> tuple[list[tuple[bytes, bytes]], State | None]:
         """The rows (id, state) from the checkpoint up its parents to a full state or a
         cached one (returned too, or None).
@@ -82,8 +88,11 @@ class States:
             if cached is not None:
                 _check_depth(cached.depth, depth)
                 return rows, cached
-            params = {"thread_key": thread_key, "checkpoint_id": key}
-            row = conn.execute(sql.STATE, params).fetchone()
+            if stored is not None and not rows:
+                row = stored
+            else:
+                params = {"thread_key": thread_key, "checkpoint_id": key}
+                row = conn.execute(sql.STATE, params).fetchone()
             if row is None:
                 return rows, None  # a delta without its parent does not decode
             depth = _check_depth(State.depth_of(row[1]), depth)
@@ -92,8 +101,9 @@ class States:
         return rows, None
 
     def tuple(self, conn: Db, row: Sequence[Any], *, values: bool = True) -> CheckpointTuple:
-        """A row (as `sql.SELECT` gives it) as a CheckpointTuple; a row that is not what
-        ttcli writes is an error naming the checkpoint."""
+        """A row as a CheckpointTuple: as `sql.WITH_PENDING` gives it, or (without `values`)
+        as `sql.SELECT` does; a row that is not what ttcli writes is an error naming the
+        checkpoint."""
         try:
             return self._read(conn, row, values=values)
         except (CorruptValueError, TypeError, ValueError, KeyError, IndexError) as exc:
@@ -109,8 +119,8 @@ class States:
 
     def _read(self, conn: Db, row: Sequence[Any], *, values: bool) -> CheckpointTuple:
         (thread_key, thread_id, ns, checkpoint_id, parent_id, created_at,
-         source, step, other, _state) = row  # fmt: skip
-        state = self.resolve(conn, thread_key, checkpoint_id)
+         source, step, other, stored) = row[:10]  # fmt: skip
+        state = self.resolve(conn, thread_key, checkpoint_id, (parent_id, stored))
         assert state is not None
         load_value = self.blobs.load_value if values else _skip
         writes = None if state.writes is None else {n: load_value(e) for n, e in state.writes}
@@ -118,18 +128,16 @@ class States:
         if values:
             pending = [
                 (task_id, channel, load_value(entry))
-                for task_id, _path, channel, entry in in_order(
-                    self.pending.merged(conn, thread_key, checkpoint_id)
-                )
+                for task_id, _path, channel, entry in in_order(self.pending.of_row(row))
             ]
         ref = CheckpointRef(thread_id, ns)
         checkpoint = self._checkpoint(checkpoint_id, created_at, state, values=values)
         parent = unpack_parent(checkpoint_id, parent_id)
         return CheckpointTuple(
-            config=ref.at(checkpoint["id"]).to_config(),
+            config=ref.config_at(checkpoint["id"]),
             checkpoint=checkpoint,
             metadata=metadata_of(source, step, other, writes),
-            parent_config=ref.at(id_text(parent)).to_config() if parent else None,
+            parent_config=ref.config_at(id_text(parent)) if parent else None,
             pending_writes=pending if values else None,
         )
 
