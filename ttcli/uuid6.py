@@ -59,6 +59,8 @@ def _timestamp_of(raw: int) -> int:
 
 def id_micros(checkpoint_id: str | bytes) -> int | None:
     """Microseconds since 1970 at which a UUIDv6 id was made; None for other ids."""
+    if isinstance(checkpoint_id, str):  # the runtime's own ids: no UUID object to build
+        checkpoint_id = canonical_bytes(checkpoint_id) or checkpoint_id
     if isinstance(checkpoint_id, bytes) and len(checkpoint_id) == 16:
         raw = int.from_bytes(checkpoint_id, "big")
     else:
