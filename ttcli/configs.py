@@ -73,10 +73,14 @@ class CheckpointRef:
         return CheckpointRef(self.thread_id, self.checkpoint_ns, checkpoint_id)
 
     def to_config(self) -> RunnableConfig:
+        return self.config_at(self.checkpoint_id)
+
+    def config_at(self, checkpoint_id: str | None) -> RunnableConfig:
+        """`at(checkpoint_id).to_config()`, without making (and checking) another ref."""
         configurable: dict[str, Any] = {
             "thread_id": self.thread_id,
             "checkpoint_ns": self.checkpoint_ns,
         }
-        if self.checkpoint_id is not None:
-            configurable["checkpoint_id"] = self.checkpoint_id
+        if checkpoint_id is not None:
+            configurable["checkpoint_id"] = checkpoint_id
         return {"configurable": configurable}

@@ -87,6 +87,8 @@ class BlobWriter:
         """Store a pending write's value (or, `pending=False`, a metadata value: read on its
         own only, it may share any blob) and return its entry; a map may be stored as its
         changes from `base`, the entry of the channel it is written to."""
+        if _inline_as_is(value):
+            return value
         if isinstance(base, Ref) and type(value) is dict:
             changed = self._dict_delta(value, base.key)
             if changed is not None:
@@ -103,6 +105,8 @@ class BlobWriter:
     def channel(self, name: str, value: Any, previous: Any) -> Any:
         """Store a channel's new value, as an append to `previous` when the list only grew,
         or as the keys that changed when a map changed a few."""
+        if _inline_as_is(value):
+            return value
         if type(value) is dict and isinstance(previous, Ref):
             changed = self._dict_delta(value, previous.key)
             if changed is not None:
@@ -283,6 +287,17 @@ class BlobWriter:
 
     def _insert(self, data: bytes, *, base_key: int | None = None, is_record: bool = False) -> int:
         return self.store.rows.insert(data, base_key, is_record)
+
+
+def _inline_as_is(value: Any) -> bool:
+    """Whether a value is stored inline as itself: a number, a bool or None, which encode
+    to at most 9 bytes and decode to an equal value that nobody can change in place (no
+    copy to make by decoding its bytes). An int msgpack cannot hold is left to `dumps`,
+    which names it."""
+    kind = type(value)
+    if kind is int:
+        return -(2**63) <= value < 2**64
+    return value is None or kind is bool or kind is float
 
 
 def _has_large_entry(value: dict[Any, Any], size: int) -> bool:
