@@ -296,7 +296,8 @@ def _inline_as_is(value: Any) -> bool:
     which names it."""
     kind = type(value)
     if kind is int:
-        return -(2**63) <= value < 2**64
+        in_range: bool = -(2**63) <= value < 2**64
+        return in_range
     return value is None or kind is bool or kind is float
 
 
