@@ -87,7 +87,7 @@ class BlobWriter:
         """Store a pending write's value (or, `pending=False`, a metadata value: read on its
         own only, it may share any blob) and return its entry; a map may be stored as its
         changes from `base`, the entry of the channel it is written to."""
-        if _inline_as_is(value):
+        if inline_as_is(value):
             return value
         if isinstance(base, Ref) and type(value) is dict:
             changed = self._dict_delta(value, base.key)
@@ -105,7 +105,7 @@ class BlobWriter:
     def channel(self, name: str, value: Any, previous: Any) -> Any:
         """Store a channel's new value, as an append to `previous` when the list only grew,
         or as the keys that changed when a map changed a few."""
-        if _inline_as_is(value):
+        if inline_as_is(value):
             return value
         if type(value) is dict and isinstance(previous, Ref):
             changed = self._dict_delta(value, previous.key)
@@ -289,7 +289,7 @@ class BlobWriter:
         return self.store.rows.insert(data, base_key, is_record)
 
 
-def _inline_as_is(value: Any) -> bool:
+def inline_as_is(value: Any) -> bool:
     """Whether a value is stored inline as itself: a number, a bool or None, which encode
     to at most 9 bytes and decode to an equal value that nobody can change in place (no
     copy to make by decoding its bytes). An int msgpack cannot hold is left to `dumps`,
