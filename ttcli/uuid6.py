@@ -7,7 +7,6 @@ LangGraph, the clock sequence field carries the step.
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 import uuid
@@ -30,9 +29,17 @@ def new_id(step: int, *, after: str | None = None) -> str:
     # a parent from a clock ahead of ours moves this id only, not the process's clock: the
     # next thread's ids carry the right time again
     timestamp = max(now, floor + 1)
-    # the node bits only have to differ between processes: os.urandom is enough (and
-    # importing `secrets` would cost every command-line start 3 ms)
-    return _format(timestamp, 0x8000 | (step & 0x3FFF), int.from_bytes(os.urandom(6), "big"))
+    return _format(timestamp, 0x8000 | (step & 0x3FFF), _node_bits())
+
+
+def _node_bits() -> int:
+    """Random node bits: they only have to differ between processes (`random` reseeds in a
+    forked child). Not os.urandom, whose system call lets another thread take the GIL at
+    every checkpoint (with durability="async", the committer's); `random` is imported with
+    the first id, as it costs every command-line start 1 ms (`secrets` 3 ms)."""
+    import random
+
+    return random.getrandbits(48)
 
 
 def _timestamp(checkpoint_id: str) -> int:
