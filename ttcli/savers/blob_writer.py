@@ -40,18 +40,34 @@ class BlobWriter:
         # maps this writer stored as deltas, by id (kept alive here): a map stored as a
         # channel value and again in metadata.writes, in the same put, is encoded once
         self.maps: dict[int, tuple[dict[Any, Any], Ref]] = {}
+        # offered entries not read yet, with their `adoptable` (see `offer`)
+        self.offered: list[tuple[list[Any], bool]] = []
 
     def offer(self, entries: Iterable[Any], *, adoptable: bool = False) -> None:
         """Entries whose values new values may share (standalone blobs and records only).
 
         With `adoptable`, plain blobs among them may be turned into a list channel's append
-        (they are read on their own only: pending writes, record parts).
+        (they are read on their own only: pending writes, record parts). Their blobs are
+        read when a value first looks for an equal one (`_read_offers`): a put whose values
+        are all inline reads none.
         """
+        # a plain int is an inline value, never a blob key
+        stored = [entry for entry in entries if type(entry) is dict or isinstance(entry, Ref)]
+        if stored:
+            self.offered.append((stored, adoptable))
+
+    def _read_offers(self) -> None:
+        """Read what was offered, before the pool (or what it decides) is first looked at."""
+        offered, self.offered = self.offered, []
+        for entries, adoptable in offered:
+            self._read_offered(entries, adoptable)
+
+    def _read_offered(self, entries: Iterable[Any], adoptable: bool) -> None:
         for entry in entries:
             if type(entry) is dict:
-                self.offer(map(Ref, entry_refs(entry)), adoptable=adoptable)
+                self._read_offered(map(Ref, entry_refs(entry)), adoptable)
                 self.pool.setdefault(self.serde.dumps(self.store.load_value(entry)), entry)
-            elif isinstance(entry, Ref):  # a plain int is an inline value, never a blob key
+            elif isinstance(entry, Ref):
                 self._offer_blob(entry.key, adoptable)
 
     def protect(self, entries: Iterable[Any]) -> None:
@@ -76,7 +92,7 @@ class BlobWriter:
         if row is None or row[0] is not None:
             return  # appends hold only part of their value
         if row[1]:
-            self.offer(map(Ref, entry_refs(self.serde.loads(row[2]))), adoptable=adoptable)
+            self._read_offered(map(Ref, entry_refs(self.serde.loads(row[2]))), adoptable)
             self.pool.setdefault(self.serde.dumps(self.store.read_value(blob_key)), Ref(blob_key))
         else:
             self.pool.setdefault(row[2], Ref(blob_key))
@@ -128,6 +144,8 @@ class BlobWriter:
             if appended is not None:
                 self.store.keep_decoded(appended.key, value, base_key=previous.key)
                 return appended
+        if self.offered:
+            self._read_offers()
         found = self.pool.get(data)
         if isinstance(found, Ref) and found.key in self.adopted:
             self.pool.pop(data)  # now an append: read as a channel it would be the whole list
@@ -151,6 +169,8 @@ class BlobWriter:
     ) -> Ref | None:
         """Store `value` as the items it adds to the list at `base_key`: given the whole
         value encoded (`data`), or the new items (`tail`) when the rest is known unchanged."""
+        if self.offered:
+            self._read_offers()
         base = self.store.channel_info(base_key)
         if base.length < 0 or len(value) <= base.length:
             return None
@@ -191,6 +211,8 @@ class BlobWriter:
 
     def _dict_delta(self, value: dict[Any, Any], base_key: int) -> Ref | None:
         """Store a map as its changes from the map at `base_key`, if worth it (dict_delta)."""
+        if self.offered:
+            self._read_offers()
         base = self.store.dict_info(base_key)
         made = None if base is None else dict_delta.delta(base, value)
         if made is None:
@@ -238,6 +260,8 @@ class BlobWriter:
         former: with `apart` a blob read as a channel value is not shared, with `values_only`
         (a channel value) only such a blob is; `parts_apart` is `apart` for a record's parts.
         """
+        if self.offered:
+            self._read_offers()
         found = self.pool.get(data)
         if found is not None:
             as_channel = self._read_as_channel(found)
