@@ -191,6 +191,44 @@ def test_repeated_normal_writes_are_ignored_and_special_ones_replaced(saver: Bas
     ]
 
 
+SCALAR_EDGES = [2**64 - 1, -(2**63), 0, True, False, None, -0.0, 1e308]
+
+
+def test_scalars_at_the_edges_of_msgpack_round_trip_as_values_and_writes(
+    saver: BaseSaver,
+) -> None:
+    values = {f"v{i}": value for i, value in enumerate(SCALAR_EDGES)}
+    checkpoint = make_checkpoint(0, **values)
+    saver.put(config(), checkpoint, {"source": "loop", "step": 0, "writes": {"a": values}}, {})
+    at = config("t", checkpoint["id"])
+    saver.put_writes(at, list(values.items()), "task", "p")
+    found = saver.get_tuple(at)
+    assert found is not None
+    for stored in (found.checkpoint["channel_values"], found.metadata["writes"]["a"]):
+        assert [(k, type(v), v) for k, v in stored.items()] == [
+            (k, type(v), v) for k, v in values.items()
+        ]
+    assert [(c, type(v), v) for _t, c, v in found.pending_writes or []] == [
+        (k, type(v), v) for k, v in values.items()
+    ]
+
+
+@pytest.mark.parametrize("where", ["value", "write"])
+def test_an_integer_beyond_64_bits_is_refused_naming_its_channel(
+    saver: BaseSaver, where: str
+) -> None:
+    (head,) = put_chain(saver, steps=1)
+    with pytest.raises(
+        SerializationError,
+        match=r"cannot store \S*big\b.*: the integer 18446744073709551616 is outside",
+    ):
+        if where == "value":
+            checkpoint = make_checkpoint(1, big=2**64)
+            saver.put(config("t", head), checkpoint, {"source": "loop", "step": 1}, {"big": 3})
+        else:
+            saver.put_writes(config("t", head), [("big", 2**64)], "task", "p")
+
+
 def test_writes_to_a_missing_checkpoint_are_refused(saver: BaseSaver) -> None:
     with pytest.raises(CheckpointNotFoundError):
         saver.put_writes(config("t", "1f000000-0000-6000-8000-000000000000"), [("x", 1)], "task")

@@ -54,8 +54,12 @@ class CheckpointRef:
     checkpoint_id: str | None = None
 
     def __post_init__(self) -> None:
-        check_text(self.thread_id, "thread id")
-        check_text(self.checkpoint_ns, "checkpoint namespace")
+        # the usual short ASCII texts pass without a call (refs are made at every put)
+        thread_id, namespace = self.thread_id, self.checkpoint_ns
+        if not (thread_id.isascii() and len(thread_id) <= MAX_TEXT_BYTES):
+            check_text(thread_id, "thread id")
+        if not (namespace.isascii() and len(namespace) <= MAX_TEXT_BYTES):
+            check_text(namespace, "checkpoint namespace")
 
     @classmethod
     def from_config(cls, config: RunnableConfig | None) -> CheckpointRef:
@@ -76,8 +80,7 @@ class CheckpointRef:
         return self.config_at(self.checkpoint_id)
 
     def config_at(self, checkpoint_id: str | None) -> RunnableConfig:
-        """`self.at(checkpoint_id).to_config()`, without checking the thread again (a read
-        makes two of these)."""
+        """`at(checkpoint_id).to_config()`, without making (and checking) another ref."""
         configurable: dict[str, Any] = {
             "thread_id": self.thread_id,
             "checkpoint_ns": self.checkpoint_ns,

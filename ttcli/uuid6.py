@@ -7,7 +7,6 @@ LangGraph, the clock sequence field carries the step.
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 import uuid
@@ -16,13 +15,16 @@ from datetime import UTC, datetime
 GREGORIAN_OFFSET = 0x01B21DD213814000  # 100 ns intervals from 1582-10-15 to 1970-01-01
 _lock = threading.Lock()
 _last_timestamp = 0
+#: the last id this process made, and its timestamp: a run's next checkpoint is made after
+#: it, and its time is read from it, without parsing it back
+_made: tuple[str | None, int] = (None, 0)
 
 
 def new_id(step: int, *, after: str | None = None) -> str:
     """A fresh id: greater than the previous one this process made from its clock, and than
     `after` (the parent's id, or the thread's latest), so a child sorts after its parent even
     when the process that wrote the parent had a clock running ahead of ours."""
-    global _last_timestamp
+    global _last_timestamp, _made
     floor = _timestamp(after) if after else 0
     with _lock:
         now = max(time.time_ns() // 100 + GREGORIAN_OFFSET, _last_timestamp + 1)
@@ -30,15 +32,28 @@ def new_id(step: int, *, after: str | None = None) -> str:
     # a parent from a clock ahead of ours moves this id only, not the process's clock: the
     # next thread's ids carry the right time again
     timestamp = max(now, floor + 1)
-    # the node bits only have to differ between processes: os.urandom is enough (and
-    # importing `secrets` would cost every command-line start 3 ms)
-    return _format(timestamp, 0x8000 | (step & 0x3FFF), int.from_bytes(os.urandom(6), "big"))
+    made = _format(timestamp, 0x8000 | (step & 0x3FFF), _node_bits())
+    _made = (made, timestamp)
+    return made
+
+
+def _node_bits() -> int:
+    """Random node bits: they only have to differ between processes (`random` reseeds in a
+    forked child). Not os.urandom, whose system call lets another thread take the GIL at
+    every checkpoint (with durability="async", the committer's); `random` is imported with
+    the first id, as it costs every command-line start 1 ms (`secrets` 3 ms)."""
+    import random
+
+    return random.getrandbits(48)
 
 
 def _timestamp(checkpoint_id: str) -> int:
     """The 60-bit UUIDv6 timestamp of an id, so that an id made one tick later sorts after
     it; for a UUID of another version (v1, v4, v7...), the largest timestamp whose ids do
     not sort after it (0 for an id that is not a UUID)."""
+    made, timestamp = _made
+    if checkpoint_id == made:
+        return timestamp
     canonical = canonical_bytes(checkpoint_id)
     if canonical is not None:  # the runtime's own ids: no UUID object to build
         raw = int.from_bytes(canonical, "big")
@@ -59,6 +74,11 @@ def _timestamp_of(raw: int) -> int:
 
 def id_micros(checkpoint_id: str | bytes) -> int | None:
     """Microseconds since 1970 at which a UUIDv6 id was made; None for other ids."""
+    made, timestamp = _made
+    if checkpoint_id == made:
+        return (timestamp - GREGORIAN_OFFSET) // 10
+    if isinstance(checkpoint_id, str):  # the runtime's own ids: no UUID object to build
+        checkpoint_id = canonical_bytes(checkpoint_id) or checkpoint_id
     if isinstance(checkpoint_id, bytes) and len(checkpoint_id) == 16:
         raw = int.from_bytes(checkpoint_id, "big")
     else:

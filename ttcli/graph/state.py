@@ -91,7 +91,7 @@ def read_input(schema: type[Any], value: Any, keys: Mapping[str, Channel]) -> di
     """The state keys an input (or node output, or update) writes, in declaration order."""
     if value is None:
         return {}
-    if isinstance(value, Mapping):
+    if type(value) is dict or isinstance(value, Mapping):  # a node's usual dict: no ABC check
         found = {key: value[key] for key in value if key in keys}
     elif dataclasses.is_dataclass(value) and not isinstance(value, type):
         found = {

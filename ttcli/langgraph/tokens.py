@@ -11,7 +11,7 @@ object exists only then); this module imports LangChain, not LangGraph.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Any
 from uuid import UUID
 
@@ -96,27 +96,25 @@ def streaming(
         var_child_runnable_config.reset(token)
 
 
-@contextmanager
-def muted() -> Iterator[None]:
+def muted() -> AbstractContextManager[None]:
     """While the block runs (the node of a subgraph whose chunks are not streamed), chat
-    models do not stream to the handler of the node that runs the subgraph."""
+    models do not stream to the handler of the node that runs the subgraph (a plain
+    function: every node of every run asks, and there is seldom a handler to hide)."""
     current = var_child_runnable_config.get() or {}
     callbacks = current.get("callbacks")
-    if _handler() is None or not isinstance(callbacks, list):
-        yield
-        return
+    if not isinstance(callbacks, list) or not any(
+        isinstance(handler, TokenHandler) for handler in callbacks
+    ):
+        return nullcontext()
+    return _without_handlers(callbacks)
+
+
+@contextmanager
+def _without_handlers(callbacks: list[Any]) -> Iterator[None]:
+    current = var_child_runnable_config.get() or {}
     kept = [handler for handler in callbacks if not isinstance(handler, TokenHandler)]
     token = var_child_runnable_config.set({**current, "callbacks": kept})
     try:
         yield
     finally:
         var_child_runnable_config.reset(token)
-
-
-def _handler() -> TokenHandler | None:
-    """The token handler of the node running in this context, if any."""
-    callbacks = (var_child_runnable_config.get() or {}).get("callbacks")
-    found = (
-        [h for h in callbacks if isinstance(h, TokenHandler)] if isinstance(callbacks, list) else []
-    )
-    return found[0] if found else None

@@ -82,14 +82,12 @@ def prepare_tasks(
                 arg=send.arg,
             )
         )
-    for name in sorted(plan.nodes):
+    for name, triggers in plan.sorted_triggers:
         seen = checkpoint["versions_seen"].get(name, {})
         fired = tuple(
-            sorted(
-                chan
-                for chan in plan.nodes[name].triggers
-                if channels[chan].is_available() and versions.get(chan, 0) > seen.get(chan, 0)
-            )
+            chan
+            for chan in triggers
+            if channels[chan].is_available() and versions.get(chan, 0) > seen.get(chan, 0)
         )
         if fired:
             tasks.append(

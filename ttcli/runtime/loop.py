@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import queue
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from dataclasses import replace
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -372,21 +372,17 @@ class Run:
         except ParentCommand as bubbled:  # a subgraph's node sent this node a Command
             return replace(bubbled.command, graph=None)
 
-    @contextmanager
-    def _tokens(self, task: Task) -> Iterator[None]:
-        """Stream the tokens of the chat models the task calls, when the caller streams
-        `messages` (their ids go to `self.streamed`)."""
+    def _tokens(self, task: Task) -> AbstractContextManager[None]:
+        """A context to run the task in: the tokens of the chat models it calls stream when
+        the caller streams `messages` (their ids go to `self.streamed`)."""
         if self.chunks is None or "messages" not in self.settings.modes:
-            with token_muting():  # a subgraph's models stream only when it streams
-                yield
-            return
+            return token_muting()  # a subgraph's models stream only when it streams
         chunks = self.chunks
 
         def emit(chunk: Any, metadata: dict[str, Any]) -> None:
             chunks.put(("messages", (chunk, metadata)))
 
-        with token_streaming(emit, task_metadata(task, self.step, self.ref), self.streamed):
-            yield
+        return token_streaming(emit, task_metadata(task, self.step, self.ref), self.streamed)
 
     def _task_input(self, task: Task) -> Any:
         if task.path[0] == PUSH:
@@ -414,14 +410,15 @@ class Run:
         metadata = checkpoint_metadata(self.config, source, self.step, writes)
         if self.link is not None:
             metadata["parents"] = dict(self.link.parents)
-        parent_config = self.parent.to_config() if self.parent.checkpoint_id else None
-        self.recorder.put(self.parent, checkpoint, metadata, self.deferred)
+        parent = self.parent
+        self.recorder.put(parent, checkpoint, metadata, self.deferred)
         self.deferred = []  # committed; had the batch failed, they are saved alone
         self.checkpoint, self.metadata, self.pending = checkpoint, metadata, []
         self.parent = self.ref.at(checkpoint["id"])
         self.latest_id = checkpoint["id"]
         self.step += 1
         if self.debug:
+            parent_config = parent.to_config() if parent.checkpoint_id else None
             yield "debug", self._checkpoint_event(checkpoint, metadata, [], parent_config)
 
     def _checkpoint_event(

@@ -57,9 +57,13 @@ def _call_object(
     return resolve(output, loop)
 
 
+#: what nodes and branches usually return: never awaitable (no ABC check to tell)
+_NEVER_AWAITED = frozenset({dict, str, list, tuple})
+
+
 def resolve(output: Any, loop: asyncio.AbstractEventLoop | None) -> Any:
     """`output`, or what it gives once awaited if a node handed back an awaitable."""
-    if output is None or type(output) is dict or not inspect.isawaitable(output):
+    if output is None or type(output) in _NEVER_AWAITED or not inspect.isawaitable(output):
         return output
     return run_awaitable(output, loop)
 

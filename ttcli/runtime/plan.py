@@ -8,6 +8,7 @@ seen yet. This is LangGraph's Pregel model, which is what makes histories line u
 from __future__ import annotations
 
 import asyncio
+import copy
 import functools
 from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass
@@ -102,6 +103,13 @@ class GraphPlan:
             )
 
     @functools.cached_property
+    def sorted_triggers(self) -> tuple[tuple[str, tuple[str, ...]], ...]:
+        """(node, its trigger channels sorted), by node name: the order tasks are planned in."""
+        return tuple(
+            (name, tuple(sorted(self.nodes[name].triggers))) for name in sorted(self.nodes)
+        )
+
+    @functools.cached_property
     def triggers(self) -> frozenset[str]:
         """The channels that trigger nodes: a superstep that updates none of them would be
         the run's last, so deferred nodes' triggers become available then."""
@@ -187,11 +195,17 @@ class GraphPlan:
             )
 
     def _fresh_state(self, channels: Mapping[str, Channel], updates: Mapping[str, Any]) -> Any:
-        # a branch sees the state with its own node's writes applied, as in LangGraph
-        local = {key: channels[key].copy() for key in self.state_keys}
+        """The state a branch sees: its own node's writes applied, as in LangGraph, on
+        copies of the channels (the values shallow copies, as `Channel.copy` makes them)."""
+        written = {key: channels[key].copy() for key in updates}
         for key, value in updates.items():
-            local[key].update([value])
-        return build_state(self.schema, self.values(local))
+            written[key].update([value])
+        values = {}
+        for key in self.shown_keys:
+            channel = written[key] if key in written else channels[key]
+            if channel.is_available():
+                values[key] = channel.get() if key in written else copy.copy(channel.get())
+        return build_state(self.schema, values)
 
     def _branch_writes(
         self,

@@ -40,18 +40,34 @@ class BlobWriter:
         # maps this writer stored as deltas, by id (kept alive here): a map stored as a
         # channel value and again in metadata.writes, in the same put, is encoded once
         self.maps: dict[int, tuple[dict[Any, Any], Ref]] = {}
+        # offered entries not read yet, with their `adoptable` (see `offer`)
+        self.offered: list[tuple[list[Any], bool]] = []
 
     def offer(self, entries: Iterable[Any], *, adoptable: bool = False) -> None:
         """Entries whose values new values may share (standalone blobs and records only).
 
         With `adoptable`, plain blobs among them may be turned into a list channel's append
-        (they are read on their own only: pending writes, record parts).
+        (they are read on their own only: pending writes, record parts). Their blobs are
+        read when a value first looks for an equal one (`_read_offers`): a put whose values
+        are all inline reads none.
         """
+        # a plain int is an inline value, never a blob key
+        stored = [entry for entry in entries if type(entry) is dict or isinstance(entry, Ref)]
+        if stored:
+            self.offered.append((stored, adoptable))
+
+    def _read_offers(self) -> None:
+        """Read what was offered, before the pool (or what it decides) is first looked at."""
+        offered, self.offered = self.offered, []
+        for entries, adoptable in offered:
+            self._read_offered(entries, adoptable)
+
+    def _read_offered(self, entries: Iterable[Any], adoptable: bool) -> None:
         for entry in entries:
             if type(entry) is dict:
-                self.offer(map(Ref, entry_refs(entry)), adoptable=adoptable)
+                self._read_offered(map(Ref, entry_refs(entry)), adoptable)
                 self.pool.setdefault(self.serde.dumps(self.store.load_value(entry)), entry)
-            elif isinstance(entry, Ref):  # a plain int is an inline value, never a blob key
+            elif isinstance(entry, Ref):
                 self._offer_blob(entry.key, adoptable)
 
     def protect(self, entries: Iterable[Any]) -> None:
@@ -76,7 +92,7 @@ class BlobWriter:
         if row is None or row[0] is not None:
             return  # appends hold only part of their value
         if row[1]:
-            self.offer(map(Ref, entry_refs(self.serde.loads(row[2]))), adoptable=adoptable)
+            self._read_offered(map(Ref, entry_refs(self.serde.loads(row[2]))), adoptable)
             self.pool.setdefault(self.serde.dumps(self.store.read_value(blob_key)), Ref(blob_key))
         else:
             self.pool.setdefault(row[2], Ref(blob_key))
@@ -87,6 +103,8 @@ class BlobWriter:
         """Store a pending write's value (or, `pending=False`, a metadata value: read on its
         own only, it may share any blob) and return its entry; a map may be stored as its
         changes from `base`, the entry of the channel it is written to."""
+        if inline_as_is(value):
+            return value
         if isinstance(base, Ref) and type(value) is dict:
             changed = self._dict_delta(value, base.key)
             if changed is not None:
@@ -103,6 +121,8 @@ class BlobWriter:
     def channel(self, name: str, value: Any, previous: Any) -> Any:
         """Store a channel's new value, as an append to `previous` when the list only grew,
         or as the keys that changed when a map changed a few."""
+        if inline_as_is(value):
+            return value
         if type(value) is dict and isinstance(previous, Ref):
             changed = self._dict_delta(value, previous.key)
             if changed is not None:
@@ -124,6 +144,8 @@ class BlobWriter:
             if appended is not None:
                 self.store.keep_decoded(appended.key, value, base_key=previous.key)
                 return appended
+        if self.offered:
+            self._read_offers()
         found = self.pool.get(data)
         if isinstance(found, Ref) and found.key in self.adopted:
             self.pool.pop(data)  # now an append: read as a channel it would be the whole list
@@ -147,6 +169,8 @@ class BlobWriter:
     ) -> Ref | None:
         """Store `value` as the items it adds to the list at `base_key`: given the whole
         value encoded (`data`), or the new items (`tail`) when the rest is known unchanged."""
+        if self.offered:
+            self._read_offers()
         base = self.store.channel_info(base_key)
         if base.length < 0 or len(value) <= base.length:
             return None
@@ -187,6 +211,8 @@ class BlobWriter:
 
     def _dict_delta(self, value: dict[Any, Any], base_key: int) -> Ref | None:
         """Store a map as its changes from the map at `base_key`, if worth it (dict_delta)."""
+        if self.offered:
+            self._read_offers()
         base = self.store.dict_info(base_key)
         made = None if base is None else dict_delta.delta(base, value)
         if made is None:
@@ -234,6 +260,8 @@ class BlobWriter:
         former: with `apart` a blob read as a channel value is not shared, with `values_only`
         (a channel value) only such a blob is; `parts_apart` is `apart` for a record's parts.
         """
+        if self.offered:
+            self._read_offers()
         found = self.pool.get(data)
         if found is not None:
             as_channel = self._read_as_channel(found)
@@ -283,6 +311,18 @@ class BlobWriter:
 
     def _insert(self, data: bytes, *, base_key: int | None = None, is_record: bool = False) -> int:
         return self.store.rows.insert(data, base_key, is_record)
+
+
+def inline_as_is(value: Any) -> bool:
+    """Whether a value is stored inline as itself: a number, a bool or None, which encode
+    to at most 9 bytes and decode to an equal value that nobody can change in place (no
+    copy to make by decoding its bytes). An int msgpack cannot hold is left to `dumps`,
+    which names it."""
+    kind = type(value)
+    if kind is int:
+        in_range: bool = -(2**63) <= value < 2**64
+        return in_range
+    return value is None or kind is bool or kind is float
 
 
 def _has_large_entry(value: dict[Any, Any], size: int) -> bool:

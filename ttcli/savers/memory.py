@@ -148,7 +148,7 @@ class InMemorySaver(BaseSaver):
             self._threads.setdefault(key, {})[checkpoint_id] = stored
             if self._undo is not None:
                 self._undo.append(lambda: self._forget(key, checkpoint_id))
-        return ref.at(checkpoint["id"]).to_config()
+        return ref.config_at(checkpoint["id"])
 
     def put_writes(
         self,

@@ -18,7 +18,7 @@ from ttcli.savers.base import (
     WRITES_IDX_MAP,
     Checkpoint,
 )
-from ttcli.savers.blob_writer import BlobWriter
+from ttcli.savers.blob_writer import BlobWriter, inline_as_is
 from ttcli.savers.records import (
     State,
     decode_pending,
@@ -205,9 +205,12 @@ class Writer(OnParts):
                 if latest
                 else self.pending.merged(conn, thread_key, checkpoint_id, table=table)
             )
-            writer, bases = self._writes_writer(conn, thread_key, checkpoint_id)
             saved = dict(merged.get(task_id, (path, {}))[1])  # before this call's writes
             _path, stored = table.setdefault(task_id, (path, {}))
+            # made for the first value that is not its own entry (a superstep's writes are
+            # often all numbers and None)
+            writer: BlobWriter | None = None
+            bases: dict[str, Any] = {}
             for position, (channel, value) in enumerate(writes):
                 idx = WRITES_IDX_MAP.get(channel, position)
                 if idx in saved and not replace:
@@ -215,7 +218,14 @@ class Writer(OnParts):
                 if channel == RESUME and idx in saved:
                     before = self.blobs.load_value(saved[idx][1])
                     value = merged_answers(before, value, ref.thread_id)
-                stored[idx] = (channel, writer.value(value, channel, base=bases.get(channel)))
+                if writer is None and not inline_as_is(value):
+                    writer, bases = self._writes_writer(conn, thread_key, checkpoint_id)
+                entry = (
+                    value
+                    if writer is None
+                    else writer.value(value, channel, base=bases.get(channel))
+                )
+                stored[idx] = (channel, entry)
             self.pending.store(
                 conn, thread_key, checkpoint_id, table, latest=latest, replaces=has_row
             )

@@ -151,7 +151,7 @@ class SqlSaver(BaseSaver):
     ) -> RunnableConfig:
         ref = self.ref(config)
         self.writer.put(ref, checkpoint, metadata, new_versions)
-        return ref.at(checkpoint["id"]).to_config()
+        return ref.config_at(checkpoint["id"])
 
     def put_writes(
         self,

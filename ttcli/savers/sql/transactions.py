@@ -16,7 +16,7 @@ from __future__ import annotations
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Generic, NoReturn, TypeVar
 
@@ -126,64 +126,54 @@ class Transactions(ABC, Generic[DbT]):
         for hook in self.on_flush:
             hook(conn)
 
-    @contextmanager
-    def batch(self) -> Iterator[None]:
+    def batch(self) -> AbstractContextManager[None]:
         """One transaction for every write in the block (one commit instead of one each).
 
         All of it commits or none: if a write in the block raises, nothing of the block is
         stored, even if the block caught the error (it ends with a StorageError).
         """
-        with self.write() as conn:
-            self.depth += 1
-            self.batch_owner = threading.get_ident()
-            try:
-                yield
-                if self.depth == 1:
-                    if self.facts.failed:
-                        raise StorageError(
-                            f"a write to {self.path} in this batch failed: nothing of the "
-                            "batch was stored"
-                        )
-                    self.flush(conn)
-            finally:
-                self.depth -= 1
-                if not self.depth:
-                    self.batch_owner = None
-                    # thread keys and latest ids stay known while no other connection
-                    # writes (see notice_others): the next superstep asks for neither
-                    self.facts.failed = False
-                    call(self.on_batch_end)
+        return _Batch(self)
 
-    @contextmanager
-    def write(self, *, keep_held: bool = False) -> Iterator[DbT]:
+    def write(self, *, keep_held: bool = False) -> AbstractContextManager[DbT]:
         """One write transaction: all of it commits, or none of it. Inside a batch, held
         writes are written first unless the caller takes them (`keep_held`)."""
-        with self.lock:
-            if self.depth:  # a statement of the batch's transaction
-                conn = self._in_batch(flush=not keep_held, writing=True)
-                try:
-                    yield conn
-                except BaseException as exc:
-                    self._batch_failed(exc, writing=True)
-                return
-            if self.readonly:
-                raise StorageError(
-                    f"{self.path} was opened for reading only: open it without readonly to write"
-                )
-            self._guarded_begin(writing=True)
-            self.writing = True
+        return _Write(self, keep_held)
+
+    def _open_write(self) -> None:
+        """Begin a write transaction of its own (the caller holds the lock)."""
+        if self.readonly:
+            raise StorageError(
+                f"{self.path} was opened for reading only: open it without readonly to write"
+            )
+        self._guarded_begin(writing=True)
+        self.writing = True
+        try:
+            self.notice_others()
+        except BaseException as exc:
+            if (replacement := self._close_write(exc)) is not None:
+                raise replacement from None
+            raise
+
+    def _close_write(self, exc: BaseException | None) -> BaseException | None:
+        """End the write transaction: commit it, or roll it back if `exc` (what its block
+        raised) ended it. Returns what to raise instead of `exc`: the commit's failure, or
+        the ttcli error a driver's failure means."""
+        try:
+            if exc is not None:
+                return self._roll_back(exc)
             try:
-                self.notice_others()
-                yield self.conn
                 self._end(commit=True)
-            except BaseException as exc:
-                self._end(commit=False)
-                self.forget()
-                if (mapped := self.error(exc)) is None:
-                    raise
-                raise mapped from None
-            finally:
-                self.writing = False
+            except BaseException as failure:  # noqa: BLE001 - rolled back and handed back
+                return self._roll_back(failure) or failure
+            return None
+        finally:
+            self.writing = False
+
+    def _roll_back(self, exc: BaseException) -> TtcliError | None:
+        """Roll back after `exc`; returns the ttcli error it means, if a driver raised it."""
+        self._end(commit=False)
+        self.forget()
+        return self.error(exc)
 
     @contextmanager
     def read(self) -> Iterator[DbT]:
@@ -253,6 +243,80 @@ class Transactions(ABC, Generic[DbT]):
         self.facts.threads.clear()
         self.facts.latest.clear()
         self.facts.rowless.clear()
+
+
+class _Write(Generic[DbT]):
+    """`Transactions.write()`. A class, not a generator: it runs for every put of a superstep."""
+
+    __slots__ = ("batched", "keep_held", "transactions")
+
+    def __init__(self, transactions: Transactions[DbT], keep_held: bool) -> None:
+        self.transactions, self.keep_held, self.batched = transactions, keep_held, False
+
+    def __enter__(self) -> DbT:
+        transactions = self.transactions
+        transactions.lock.acquire()
+        try:
+            if transactions.depth:  # a statement of the batch's transaction
+                self.batched = True
+                return transactions._in_batch(flush=not self.keep_held, writing=True)
+            transactions._open_write()
+            return transactions.conn
+        except BaseException:
+            transactions.lock.release()
+            raise
+
+    def __exit__(self, kind: Any, exc: BaseException | None, traceback: Any) -> None:
+        transactions = self.transactions
+        try:
+            if self.batched:
+                if exc is not None:
+                    transactions._batch_failed(exc, writing=True)
+                return
+            if (replacement := transactions._close_write(exc)) is not None:
+                raise replacement from None
+        finally:
+            transactions.lock.release()
+
+
+class _Batch:
+    """`Transactions.batch()`: a write transaction whose writes, and the batches nested in
+    it, commit together."""
+
+    __slots__ = ("block", "conn", "transactions")
+
+    def __init__(self, transactions: Transactions[Any]) -> None:
+        self.transactions = transactions
+        self.block = _Write(transactions, keep_held=False)
+
+    def __enter__(self) -> None:
+        self.conn = self.block.__enter__()
+        self.transactions.depth += 1
+        self.transactions.batch_owner = threading.get_ident()
+
+    def __exit__(self, kind: Any, exc: BaseException | None, traceback: Any) -> None:
+        transactions = self.transactions
+        try:
+            try:
+                if exc is None and transactions.depth == 1:
+                    if transactions.facts.failed:
+                        raise StorageError(
+                            f"a write to {transactions.path} in this batch failed: nothing of "
+                            "the batch was stored"
+                        )
+                    transactions.flush(self.conn)
+            finally:
+                transactions.depth -= 1
+                if not transactions.depth:
+                    transactions.batch_owner = None
+                    # thread keys and latest ids stay known while no other connection
+                    # writes (see notice_others): the next superstep asks for neither
+                    transactions.facts.failed = False
+                    call(transactions.on_batch_end)
+        except BaseException as failure:
+            self.block.__exit__(type(failure), failure, failure.__traceback__)
+            raise
+        self.block.__exit__(kind, exc, traceback)
 
 
 def call(hooks: list[Hook]) -> None:
