@@ -38,6 +38,25 @@ class Names(Protocol):
 KEYFRAME_DEPTH = 16  # a full state at least every this many checkpoints of a lineage
 
 
+class VerbatimNames:
+    """`names` with the rows that use them read and written in their stored form
+    (`serde.Verbatim`)."""
+
+    serde: Serializer = serde.VERBATIM
+
+    def __init__(self, names: Names) -> None:
+        self.names = names
+
+    def key(self, name: str) -> int:
+        return self.names.key(name)
+
+    def name(self, key: int) -> str:
+        return self.names.name(key)
+
+    def forget(self) -> None:
+        self.names.forget()
+
+
 @dataclass
 class State:
     """The non-value part of a checkpoint, with its values as entries (see blobs.py)."""

@@ -23,7 +23,7 @@ import dataclasses
 import datetime as dt
 import enum
 import uuid
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from decimal import Decimal
 from typing import Any, NamedTuple
 
@@ -120,13 +120,7 @@ class Serializer:
         Raises:
             CorruptValueError: the bytes are not a complete msgpack value.
         """
-        try:
-            return msgpack.unpackb(data, ext_hook=self._ext_hook, strict_map_key=False, raw=False)
-        except CorruptValueError:
-            raise
-        except Exception as exc:
-            detail = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-            raise CorruptValueError(f"undecodable value ({detail})") from None
+        return _unpacked(data, self._ext_hook)
 
     def _ext_hook(self, code: int, data: bytes) -> Any:
         payload = msgpack.unpackb(data, ext_hook=self._ext_hook, strict_map_key=False, raw=False)
@@ -331,6 +325,30 @@ _DECODERS: dict[int, Any] = {
 }
 
 _PLAIN = Serializer()
+
+
+class Verbatim(Serializer):
+    """Reads stored bytes no further than their stored form: a typed value (a message, a
+    date, an application's class) stays the `msgpack.ExtType` it was stored as, and encodes
+    back to the same bytes; a reference reads as a `Ref`. Code that rewrites or deletes rows
+    reads them so: nothing is rebuilt to learn what a row points at, and no class an
+    application registers (or changed since it stored a value) alters what is written back."""
+
+    def _ext_hook(self, code: int, data: bytes) -> Any:
+        return Ref(msgpack.unpackb(data)) if code == REF else msgpack.ExtType(code, data)
+
+
+VERBATIM = Verbatim()
+
+
+def _unpacked(data: bytes, ext_hook: Callable[[int, bytes], Any]) -> Any:
+    try:
+        return msgpack.unpackb(data, ext_hook=ext_hook, strict_map_key=False, raw=False)
+    except CorruptValueError:
+        raise
+    except Exception as exc:
+        detail = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+        raise CorruptValueError(f"undecodable value ({detail})") from None
 
 
 def _find_unsupported(value: Any, path: str) -> tuple[str, Any] | None:

@@ -77,7 +77,9 @@ class PageCheck:
             return False  # a delta must have its parent beside it
         if checkpoint_id in self.page.full:
             page = self.page
-            resolved = self.c.target.states.resolve(page.tconn, page.target_key, checkpoint_id)
+            resolved = self.c.target.deletion.stored_states.resolve(
+                page.tconn, page.target_key, checkpoint_id
+            )
             expected_state = self.page.translated(checkpoint_id)
             return (
                 resolved is not None

@@ -7,6 +7,7 @@ import uuid
 from typing import TYPE_CHECKING, Any
 
 from ttcli.errors import StorageError
+from ttcli.savers import serde
 from ttcli.savers.blobs import entry_refs
 from ttcli.savers.records import State, pending_refs, state_refs, unpack_parent
 from ttcli.savers.sql import statements as sql
@@ -59,7 +60,9 @@ class Page:
         below: bytes,
     ) -> None:
         self.c, self.sconn, self.tconn = copy, sconn, tconn
-        self.serde = copy.source.serde  # both files' rows are read alike, to compare them
+        # both files' rows are read and written in their stored form (what an application's
+        # classes would rebuild is copied as it was stored), alike, to compare them
+        self.serde = serde.VERBATIM
         self.source_key, self.target_key, self.below = source_key, target_key, below
         self.new_blobs: list[tuple[int, int | None, int, bytes]] = []
         self.copied: list[bytes] = []
@@ -194,12 +197,14 @@ class Page:
     def _in_full(self, checkpoint_id: bytes) -> bytes:
         """A checkpoint's state stored in full, in the target's keys."""
         self.full.add(checkpoint_id)
-        return self.translated(checkpoint_id).encode(self.c.target.names, None)
+        return self.translated(checkpoint_id).encode(self.c.target.deletion.stored_names, None)
 
     def translated(self, checkpoint_id: bytes) -> State:
         """The source's resolved state of a checkpoint, with its blobs copied and their
         keys translated."""
-        resolved = self.c.source.states.resolve(self.sconn, self.source_key, checkpoint_id)
+        resolved = self.c.source.deletion.stored_states.resolve(
+            self.sconn, self.source_key, checkpoint_id
+        )
         if resolved is None:
             raise StorageError(f"checkpoint '{uuid.UUID(bytes=checkpoint_id)}' vanished")
         entries = [e[1] for e in resolved.channels.values() if len(e) == 2]

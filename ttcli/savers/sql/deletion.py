@@ -13,14 +13,22 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from ttcli.configs import CheckpointRef
+from ttcli.savers import serde
 from ttcli.savers.blobs import entry_refs
-from ttcli.savers.records import decode_pending, pending_refs, state_refs, unpack_parent
+from ttcli.savers.records import (
+    VerbatimNames,
+    decode_pending,
+    pending_refs,
+    state_refs,
+    unpack_parent,
+)
 from ttcli.savers.sql import statements as sql
 from ttcli.savers.sql.copy_memory import CopyMemory
 from ttcli.savers.sql.db import Db
 from ttcli.savers.sql.params import chunks
 from ttcli.savers.sql.parts import OnParts
-from ttcli.savers.sql.pending import Pending
+from ttcli.savers.sql.pending import Pending, PendingWrites
+from ttcli.savers.sql.states import States
 
 _PENDING_BYTES = "coalesce(sum(length(tasks)), 0) FROM writes"
 
@@ -38,6 +46,14 @@ class Deletion(OnParts):
     def __init__(self, *parts: Any) -> None:
         super().__init__(*parts)
         self.copied = CopyMemory()
+        # the rows a deletion rewrites (a child whose parent goes, a parent's pending writes)
+        # are read and written in their stored form: what the application's classes would
+        # rebuild differently, or not at all, is written back as it was
+        self.stored_names = VerbatimNames(self.names)
+        self.stored_pending = PendingWrites(self.connection, self.stored_names)
+        self.stored_states = States(
+            self.connection, self.stored_names, self.blobs, self.stored_pending
+        )
 
     def delete_checkpoints(self, ref: CheckpointRef, wanted: set[bytes], collect: bool) -> None:
         with self.connection.write() as conn:
@@ -118,11 +134,11 @@ class Deletion(OnParts):
             for state, moved in conn.execute(
                 f"SELECT state, parent_writes FROM checkpoints WHERE {where}", params
             ):
-                found.update(state_refs(self.blobs.serde.loads(state)))
+                found.update(state_refs(serde.VERBATIM.loads(state)))
                 if moved is not None:
-                    found.update(pending_refs(self.blobs.serde.loads(moved)))
+                    found.update(pending_refs(serde.VERBATIM.loads(moved)))
             for (tasks,) in conn.execute(f"SELECT tasks FROM writes WHERE {where}", params):
-                found.update(pending_refs(self.blobs.serde.loads(tasks)))
+                found.update(pending_refs(serde.VERBATIM.loads(tasks)))
         return found
 
     def _delete_rows(self, conn: Db, thread_key: int, doomed: list[bytes]) -> None:
@@ -150,12 +166,13 @@ class Deletion(OnParts):
                     [thread_key, *chunk],
                 )
         for parent, tasks in kept_writes.items():
-            self.pending.set(conn, thread_key, parent, tasks)
+            self.stored_pending.set(conn, thread_key, parent, tasks)
         conn.executemany(
             "INSERT INTO blob_debt (thread_key, blob_key) VALUES (?, ?) ON CONFLICT DO NOTHING",
             [(thread_key, key) for key in freed],
         )
         self.states.clear()
+        self.stored_states.clear()
 
     def _orphan_children(self, conn: Db, thread_key: int, doomed: set[bytes]) -> set[int]:
         """Children that stay get a full state instead of a delta on a parent about to go,
@@ -163,15 +180,15 @@ class Deletion(OnParts):
         freed: set[int] = set()
         for child, stored_parent, moved in _children(conn, thread_key, doomed):
             if unpack_parent(child, stored_parent) in doomed and child not in doomed:
-                state = self.states.resolve(conn, thread_key, child)
+                state = self.stored_states.resolve(conn, thread_key, child)
                 assert state is not None
-                for _path, writes in decode_pending(moved, self.names).values():
+                for _path, writes in decode_pending(moved, self.stored_names).values():
                     for _channel, entry in writes.values():
                         freed.update(entry_refs(entry))
                 conn.execute(
                     "UPDATE checkpoints SET state = ?, parent_writes = NULL "
                     "WHERE thread_key = ? AND checkpoint_id = ?",
-                    (state.encode(self.names, None), thread_key, child),
+                    (state.encode(self.stored_names, None), thread_key, child),
                 )
         return freed
 
@@ -194,7 +211,7 @@ class Deletion(OnParts):
                     and parent not in doomed
                     and self.rows.exists(conn, thread_key, parent)
                 ):
-                    kept[parent] = self.pending.merged(conn, thread_key, parent)
+                    kept[parent] = self.stored_pending.merged(conn, thread_key, parent)
         return kept
 
     def _collect(self, conn: Db, thread_key: int) -> None:
