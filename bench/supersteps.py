@@ -50,7 +50,7 @@ SIDES: dict[str, tuple[Callable[[Path], tuple[Any, Callable[[], None]]], str]] =
 }
 
 
-def per_step(workdir: Path, attempts: int = 3) -> dict[str, float]:
+def per_step(workdir: Path, attempts: int = 5) -> dict[str, float]:
     """Seconds per superstep on each side, the best of `attempts` fresh threads; the sides
     take turns, so the other users of a shared machine slow them alike."""
     best = {side: float("inf") for side in SIDES}
