@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import subprocess
 import sys
 import textwrap
@@ -172,6 +173,35 @@ def test_ids_made_after_a_future_checkpoint_sort_after_it() -> None:
 
     assert new_id(0, after=parent) > parent
     assert id_time(new_id(0, after=parent)) >= future
+
+
+def test_a_run_leaves_the_programs_random_numbers_alone(saver: BaseSaver) -> None:
+    """Checkpoint ids draw their random bits from a generator of their own: a program that
+    seeds `random` draws the same numbers whether a graph ran in between or not."""
+    app = graphs.linear(API).compile(checkpointer=saver)
+    random.seed(7)
+    expected = [random.random() for _ in range(3)]
+    random.seed(7)
+    app.invoke({"x": 1, "log": []}, cfg())
+    assert [random.random() for _ in range(3)] == expected
+
+
+def test_two_processes_seeding_random_alike_make_different_ids() -> None:
+    """After a parent from a clock running ahead, ids made at once share their time and
+    step: their random bits alone tell them apart, even where each program seeds `random`
+    the same."""
+    parent = lowest_id_at(datetime.now(UTC) + timedelta(hours=1))
+    code = (
+        "import random; random.seed(0); from ttcli.uuid6 import new_id; "
+        f"print(new_id(1, after={parent!r}))"
+    )
+    made = [
+        subprocess.run(
+            [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60
+        ).stdout
+        for _ in range(2)
+    ]
+    assert made[0] and made[0] != made[1]
 
 
 # -- an interrupt's answer is stored once ------------------------------------------------------

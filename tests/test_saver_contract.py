@@ -244,6 +244,29 @@ def test_delete_thread_removes_only_that_thread(saver: BaseSaver) -> None:
     assert listed(saver, None) == keep[::-1]
 
 
+def test_a_thread_deleted_while_listed_yields_none_of_the_thread_after_it(
+    saver: BaseSaver,
+) -> None:
+    """Listing yields each checkpoint in a read of its own: if the thread is deleted
+    meanwhile, and a new thread stores checkpoints with the same ids (SQLite may give it
+    the deleted thread's key), none of the new thread's is yielded as the listed one's."""
+    put_chain(saver, "a", steps=1)  # an older thread: "b" gets the newest key
+    ids = put_chain(saver, "b", steps=3)
+    listing = saver.list(config("b"))
+    assert next(listing).checkpoint["id"] == ids[-1]
+    saver.delete_thread("b")
+    parent = None
+    for step, known_id in enumerate(ids, start=-1):
+        checkpoint = make_checkpoint(step, n=100 + step)
+        checkpoint["id"] = known_id
+        metadata = {"source": "loop", "step": step, "parents": {}}
+        saver.put(config("c", parent), checkpoint, metadata, checkpoint["channel_versions"])
+        parent = known_id
+    for saved in listing:  # none (deleted), or "b"'s as they were (a saver that read ahead)
+        assert saved.config["configurable"]["thread_id"] == "b"
+        assert saved.checkpoint["channel_values"]["n"] == saved.metadata["step"]
+
+
 def test_a_saver_missing_a_method_fails_at_construction() -> None:
     class Incomplete(BaseSaver):
         def get_tuple(self, config: Any) -> None:

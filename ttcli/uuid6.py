@@ -7,10 +7,15 @@ LangGraph, the clock sequence field carries the step.
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 import uuid
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import random
 
 GREGORIAN_OFFSET = 0x01B21DD213814000  # 100 ns intervals from 1582-10-15 to 1970-01-01
 _lock = threading.Lock()
@@ -18,6 +23,8 @@ _last_timestamp = 0
 #: the last id this process made, and its timestamp: a run's next checkpoint is made after
 #: it, and its time is read from it, without parsing it back
 _made: tuple[str | None, int] = (None, 0)
+#: where node bits come from (`_node_bits`)
+_node_random: random.Random | None = None
 
 
 def new_id(step: int, *, after: str | None = None) -> str:
@@ -38,13 +45,23 @@ def new_id(step: int, *, after: str | None = None) -> str:
 
 
 def _node_bits() -> int:
-    """Random node bits: they only have to differ between processes (`random` reseeds in a
-    forked child). Not os.urandom, whose system call lets another thread take the GIL at
-    every checkpoint (with durability="async", the committer's); `random` is imported with
-    the first id, as it costs every command-line start 1 ms (`secrets` 3 ms)."""
-    import random
+    """Random node bits: they only have to differ between processes. Not os.urandom, whose
+    system call lets another thread take the GIL at every checkpoint (with
+    durability="async", the committer's): a generator of ttcli's own, seeded from it once
+    (and again in a forked child), so that a program seeding `random` neither changes the
+    bits nor sees its own numbers change. Made with the first id, as importing `random`
+    costs every command-line start 1 ms (`secrets` 3 ms)."""
+    global _node_random
+    if _node_random is None:
+        with _lock:
+            if _node_random is None:
+                import random
 
-    return random.getrandbits(48)
+                made = random.Random()
+                if hasattr(os, "register_at_fork"):
+                    os.register_at_fork(after_in_child=made.seed)
+                _node_random = made
+    return _node_random.getrandbits(48)
 
 
 def _timestamp(checkpoint_id: str) -> int:

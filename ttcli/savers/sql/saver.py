@@ -120,8 +120,10 @@ class SqlSaver(BaseSaver):
         for listed in rows:
             with self.connection.read() as conn:
                 row = self.rows.by_key(conn, listed[0], listed[3])
-                if row is None:
-                    continue  # deleted since (a prune)
+                if row is None or row[1] != listed[1] or row[2] != listed[2]:
+                    # deleted since (a prune); or with its thread, whose key SQLite gives
+                    # a new thread again, which may hold the same checkpoint ids (a copy)
+                    continue
                 saved = self.states.tuple(conn, row)
             yield saved
 
