@@ -23,7 +23,7 @@ import dataclasses
 import datetime as dt
 import enum
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from decimal import Decimal
 from typing import Any, NamedTuple
 
@@ -120,7 +120,13 @@ class Serializer:
         Raises:
             CorruptValueError: the bytes are not a complete msgpack value.
         """
-        return _unpacked(data, self._ext_hook)
+        try:
+            return msgpack.unpackb(data, ext_hook=self._ext_hook, strict_map_key=False, raw=False)
+        except CorruptValueError:
+            raise
+        except Exception as exc:
+            detail = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+            raise CorruptValueError(f"undecodable value ({detail})") from None
 
     def _ext_hook(self, code: int, data: bytes) -> Any:
         payload = msgpack.unpackb(data, ext_hook=self._ext_hook, strict_map_key=False, raw=False)
@@ -339,16 +345,6 @@ class Verbatim(Serializer):
 
 
 VERBATIM = Verbatim()
-
-
-def _unpacked(data: bytes, ext_hook: Callable[[int, bytes], Any]) -> Any:
-    try:
-        return msgpack.unpackb(data, ext_hook=ext_hook, strict_map_key=False, raw=False)
-    except CorruptValueError:
-        raise
-    except Exception as exc:
-        detail = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-        raise CorruptValueError(f"undecodable value ({detail})") from None
 
 
 def _find_unsupported(value: Any, path: str) -> tuple[str, Any] | None:
