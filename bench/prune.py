@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Annotated, TypedDict
 
 RUNS, STEPS = 10, 500  # 5,010 checkpoints
+ATTEMPTS = 3
 WRITER = """
 import sys, time
 from bench.supersteps import ttcli_app
@@ -93,10 +94,15 @@ def main(workdir: Path) -> list[tuple[str, str, str, str]]:
     build(source)
     rates = {}
     for name, archive in (("plain", None), ("archive", workdir / "prune-archive-target.db")):
-        path = workdir / f"prune-{name}.db"
-        shutil.copy(source, path)
-        deleted, seconds = prune(path, archive)
-        rates[name] = deleted / seconds
+        # the best of ATTEMPTS, each on a fresh copy (a prune of 0.1 s moves by 20% with a
+        # few milliseconds of another process)
+        for attempt in range(ATTEMPTS):
+            path = workdir / f"prune-{name}-{attempt}.db"
+            shutil.copy(source, path)
+            if archive is not None:
+                archive.unlink(missing_ok=True)
+            deleted, seconds = prune(path, archive)
+            rates[name] = max(rates.get(name, 0.0), deleted / seconds)
     interleaved = workdir / "prune-threads.db"
     build(interleaved, threads=10)
     archived, seconds = prune(interleaved, workdir / "prune-threads-archive.db", keep=10)
