@@ -261,17 +261,19 @@ def test_a_task_whose_checkpoint_cannot_be_stored_keeps_its_writes(
     calls: list[str] = []
     with closing(open_saver(new_db("ttcli.db"))) as saver:
         app = graphs.linear(API, calls).compile(checkpointer=saver)
-        put = saver.put
+        put_step = saver.put_step
         stored = 0
 
-        def failing_put(*args: Any, **kwargs: Any) -> Any:
+        def failing_put_step(config: Any, writes: Any, checkpoint: Any) -> None:
+            # the save of a superstep: its tasks' writes and the checkpoint they lead to
             nonlocal stored
-            stored += 1
-            if stored == 3:  # the checkpoint after node a
-                raise StorageError("disk full")
-            return put(*args, **kwargs)
+            if checkpoint is not None:
+                stored += 1
+                if stored == 3:  # the checkpoint after node a
+                    raise StorageError("disk full")
+            put_step(config, writes, checkpoint)
 
-        monkeypatch.setattr(saver, "put", failing_put)
+        monkeypatch.setattr(saver, "put_step", failing_put_step)
         with pytest.raises(StorageError, match="disk full"):
             app.invoke({"x": 1, "log": []}, {"configurable": {"thread_id": "t"}})
         monkeypatch.undo()

@@ -59,11 +59,11 @@ from ttcli.runtime.messages_mode import (
     token_streaming,
 )
 from ttcli.runtime.pending import TaskRecord, answers, null_writes, records
-from ttcli.runtime.recorder import Recorder, TaskWrites
+from ttcli.runtime.recorder import Recorder
 from ttcli.runtime.retry import with_retries
 from ttcli.runtime.settings import RunSettings, recursion_limit, where
 from ttcli.runtime.subgraphs import ParentLink, child_parents, task_namespace
-from ttcli.savers.base import Checkpoint, PendingWrite
+from ttcli.savers.base import Checkpoint, PendingWrite, TaskWrites
 
 if TYPE_CHECKING:
     from ttcli.runtime.compiled import CompiledStateGraph

@@ -14,17 +14,14 @@ from collections.abc import Callable, Mapping
 from functools import partial
 from typing import Any
 
-from ttcli.configs import CheckpointRef, RunnableConfig
+from ttcli.configs import CheckpointRef
 from ttcli.errors import ConfigError
 from ttcli.runtime.algo import bookkeeping_copy
 from ttcli.runtime.checkpoints import new_versions
 from ttcli.runtime.committer import Committer
-from ttcli.savers.base import BaseSaver, Checkpoint
+from ttcli.savers.base import BaseSaver, Checkpoint, TaskWrites
 
 DURABILITY = ("sync", "async", "exit")
-
-#: (task id, task path, [(channel, value), ...])
-TaskWrites = tuple[str, str, list[tuple[str, Any]]]
 
 
 class Recorder:
@@ -79,7 +76,7 @@ class Recorder:
         if self.at_exit:  # held until the run ends
             self.held += [(at, task_writes) for task_writes in writes]
             return
-        self._save(self.saver, partial(_store, self.saver, at.to_config(), writes, None))
+        self._save(self.saver, partial(self.saver.put_step, at.to_config(), writes, None))
 
     def put(
         self,
@@ -100,7 +97,7 @@ class Recorder:
         if self.committer is not None:  # the run goes on changing the versions of its own
             checkpoint = bookkeeping_copy(checkpoint)
         stored = (checkpoint, metadata, changed)
-        self._save(self.saver, partial(_store, self.saver, parent.to_config(), deferred, stored))
+        self._save(self.saver, partial(self.saver.put_step, parent.to_config(), deferred, stored))
         self.stored_versions = dict(checkpoint["channel_versions"])
 
     def finish(self, *, keep: bool = True) -> None:
@@ -131,17 +128,3 @@ class Recorder:
             return
         with saver.batch():
             save()
-
-
-def _store(
-    saver: BaseSaver,
-    config: RunnableConfig,
-    writes: list[TaskWrites],
-    checkpoint: tuple[Checkpoint, dict[str, Any], dict[str, Any]] | None,
-) -> None:
-    """Tasks' writes, then the checkpoint they lead to (if any): one save, all or nothing
-    in the transaction it runs in."""
-    for task_id, task_path, values in writes:
-        saver.put_writes(config, values, task_id, task_path)
-    if checkpoint is not None:
-        saver.put(config, *checkpoint)

@@ -46,6 +46,8 @@ NOT_LOADED: Any = type("NotLoaded", (), {"__repr__": lambda self: "NOT_LOADED"})
 PendingWrite = tuple[str, str, Any]
 #: A pending write with the path of its task: (task_id, task_path, channel, value).
 TaskWrite = tuple[str, str, str, Any]
+#: A task's writes as `put_step` takes them: (task_id, task_path, [(channel, value), ...]).
+TaskWrites = tuple[str, str, Sequence[tuple[str, Any]]]
 
 T = TypeVar("T")
 
@@ -177,6 +179,24 @@ class BaseSaver(ABC):
         A repeated (task_id, index) is ignored for normal channels and replaced for
         special ones (`__error__`, `__interrupt__`, `__resume__`, ...).
         """
+
+    def put_step(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[TaskWrites],
+        checkpoint: tuple[Checkpoint, Mapping[str, Any], Mapping[str, int]] | None,
+    ) -> None:
+        """Store tasks' writes against the checkpoint `config` names, then the checkpoint
+        they lead to, if any (`put`'s other arguments), as a superstep's one save.
+
+        No value changes during the call, so a saver may store a value that a task wrote
+        and the new checkpoint holds once (the SQL savers encode a map written and then
+        kept in its channel once, not twice).
+        """
+        for task_id, task_path, values in writes:
+            self.put_writes(config, values, task_id, task_path)
+        if checkpoint is not None:
+            self.put(config, *checkpoint)
 
     @abstractmethod
     def get_writes(self, config: RunnableConfig) -> builtins.list[TaskWrite]:

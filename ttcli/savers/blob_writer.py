@@ -23,10 +23,23 @@ from ttcli.savers.encoded_lists import body
 from ttcli.savers.serde import Ref, array_header
 
 
+class StoredMaps(dict[int, tuple[dict[Any, Any], int, Ref]]):
+    """Maps stored as deltas, by id (kept alive here), with the key of the map each one
+    changes and its delta: stored again from the same base while no code can change it (in
+    the same put, or in one `put_step`), a map is not encoded again."""
+
+    def get_delta(self, value: dict[Any, Any], base_key: int | None = None) -> Ref | None:
+        """The delta `value` was stored as (from `base_key`, if given)."""
+        stored = self.get(id(value))
+        if stored is None or stored[0] is not value or base_key not in (None, stored[1]):
+            return None
+        return stored[2]
+
+
 class BlobWriter:
     """Stores the values of one put or put_writes, sharing blobs with offered candidates."""
 
-    def __init__(self, store: BlobStore) -> None:
+    def __init__(self, store: BlobStore, maps: StoredMaps | None = None) -> None:
         self.store = store
         self.serde = store.serde
         self.pool: dict[bytes, Any] = {}  # encoded value -> entry holding it
@@ -37,9 +50,9 @@ class BlobWriter:
         self.channel_blobs: set[int] = set()
         # offered map deltas by (base, delta): a channel taking the value a write gave it
         self.deltas: dict[tuple[int, bytes], int] = {}
-        # maps this writer stored as deltas, by id (kept alive here): a map stored as a
-        # channel value and again in metadata.writes, in the same put, is encoded once
-        self.maps: dict[int, tuple[dict[Any, Any], Ref]] = {}
+        # a map stored as a channel value and again in metadata.writes, in the same put,
+        # or written by a task and then its channel's value, in one put_step, is encoded once
+        self.maps = StoredMaps() if maps is None else maps
         # offered entries not read yet, with their `adoptable` (see `offer`)
         self.offered: list[tuple[list[Any], bool]] = []
 
@@ -211,6 +224,9 @@ class BlobWriter:
 
     def _dict_delta(self, value: dict[Any, Any], base_key: int) -> Ref | None:
         """Store a map as its changes from the map at `base_key`, if worth it (dict_delta)."""
+        stored = self.maps.get_delta(value, base_key)
+        if stored is not None:
+            return stored
         if self.offered:
             self._read_offers()
         base = self.store.dict_info(base_key)
@@ -223,7 +239,7 @@ class BlobWriter:
             blob_key = self._insert(data, base_key=base_key)
             self.deltas[(base_key, data)] = blob_key
         self.store.remember_dict(blob_key, info)
-        self.maps[id(value)] = (value, Ref(blob_key))
+        self.maps[id(value)] = (value, base_key, Ref(blob_key))
         return Ref(blob_key)
 
     def _adopt(self, blob_key: int, base_key: int) -> bool:
@@ -295,8 +311,7 @@ class BlobWriter:
     def _stored_map(self, item: Any) -> Ref | None:
         """The delta this writer stored `item` as, if it did: it reads as the whole map and
         is never adopted, so a value read on its own may share it."""
-        stored = self.maps.get(id(item))
-        return stored[1] if stored is not None and stored[0] is item else None
+        return self.maps.get_delta(item)
 
     def _part(self, item: Any, path: str, *, apart: bool) -> Any:
         stored = None if apart else self._stored_map(item)

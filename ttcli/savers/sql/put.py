@@ -18,7 +18,7 @@ from ttcli.savers.base import (
     WRITES_IDX_MAP,
     Checkpoint,
 )
-from ttcli.savers.blob_writer import BlobWriter, inline_as_is
+from ttcli.savers.blob_writer import BlobWriter, StoredMaps, inline_as_is
 from ttcli.savers.records import (
     State,
     decode_pending,
@@ -45,6 +45,7 @@ class Writer(OnParts):
         checkpoint: Checkpoint,
         metadata: Mapping[str, Any],
         new_versions: Mapping[str, int],
+        maps: StoredMaps | None = None,
     ) -> None:
         check_child_id(checkpoint["id"], ref.checkpoint_id)
         checkpoint_id = require_id(checkpoint["id"])
@@ -57,7 +58,7 @@ class Writer(OnParts):
             latest = self.rows.latest(conn, thread_key)
             held = self._held_for(conn, thread_key, checkpoint_id, parent_id, latest)
             follows = self.place(conn, thread_key, checkpoint_id, parent_id, latest)
-            writer = BlobWriter(self.blobs)
+            writer = BlobWriter(self.blobs, maps)
             parent, moved = self._parent(conn, writer, thread_key, parent_id, held, follows)
             state = _state(writer, checkpoint, metadata, new_versions, parent)
             conn.execute(
@@ -185,7 +186,12 @@ class Writer(OnParts):
         return parent, moved
 
     def put_writes(
-        self, ref: CheckpointRef, writes: Sequence[tuple[str, Any]], task_id: str, path: str
+        self,
+        ref: CheckpointRef,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        path: str,
+        maps: StoredMaps | None = None,
     ) -> None:
         replace = all(channel in WRITES_IDX_MAP for channel, _ in writes)
         with self.connection.write(keep_held=True) as conn:
@@ -219,7 +225,7 @@ class Writer(OnParts):
                     before = self.blobs.load_value(saved[idx][1])
                     value = merged_answers(before, value, ref.thread_id)
                 if writer is None and not inline_as_is(value):
-                    writer, bases = self._writes_writer(conn, thread_key, checkpoint_id)
+                    writer, bases = self._writes_writer(conn, thread_key, checkpoint_id, maps)
                 entry = (
                     value
                     if writer is None
@@ -245,14 +251,14 @@ class Writer(OnParts):
         return self.pending.table(conn, thread_key, checkpoint_id)
 
     def _writes_writer(
-        self, conn: Db, thread_key: int, checkpoint_id: bytes
+        self, conn: Db, thread_key: int, checkpoint_id: bytes, maps: StoredMaps | None
     ) -> tuple[BlobWriter, dict[str, Any]]:
         """A blob writer for pending writes of a checkpoint: they may share the values its
         step wrote, but never be what a checkpoint reads as a channel value; and the
         checkpoint's channel entries (a map written to one may be stored as a delta)."""
         state = self.states.resolve(conn, thread_key, checkpoint_id)
         assert state is not None
-        writer = BlobWriter(self.blobs)
+        writer = BlobWriter(self.blobs, maps)
         updated = [
             entry[1]
             for name, entry in state.channels.items()

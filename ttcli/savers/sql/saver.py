@@ -20,8 +20,10 @@ from ttcli.savers.base import (
     Checkpoint,
     CheckpointTuple,
     TaskWrite,
+    TaskWrites,
     ThreadSummary,
 )
+from ttcli.savers.blob_writer import StoredMaps
 from ttcli.savers.blobs import BlobStore
 from ttcli.savers.serde import Serializer
 from ttcli.savers.sql.blob_table import SqlBlobRows
@@ -163,6 +165,20 @@ class SqlSaver(BaseSaver):
         task_path: str = "",
     ) -> None:
         self.writer.put_writes(self.ref(config), writes, task_id, task_path)
+
+    def put_step(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[TaskWrites],
+        checkpoint: tuple[Checkpoint, Mapping[str, Any], Mapping[str, int]] | None,
+    ) -> None:
+        # the maps stored as deltas, shared by the step's puts: a map a task wrote and its
+        # channel then holds is encoded once (nothing changes it during the call)
+        ref, maps = self.ref(config), StoredMaps()
+        for task_id, task_path, values in writes:
+            self.writer.put_writes(ref, values, task_id, task_path, maps)
+        if checkpoint is not None:
+            self.writer.put(ref, *checkpoint, maps)
 
     def get_writes(self, config: RunnableConfig) -> builtins.list[TaskWrite]:
         ref = self.ref(config)
