@@ -101,10 +101,11 @@ def test_a_run_whose_thread_a_prune_emptied_before_it_reported_ends_in_one_line(
     )  # fmt: skip
     os.close(write_end)
     try:
-        # the run commits node a's checkpoint, then blocks printing that it paused
+        # the run commits node a's checkpoint (step 1), then blocks printing that it paused:
+        # the prune must come after that commit, not after an earlier one of the run
         for _ in range(600):
             listed = ttcli(db, "threads", "--json")  # exit 3 until the run has made the tables
-            if listed.exit_code == 0 and data(listed):
+            if listed.exit_code == 0 and [t["last_step"] for t in data(listed)] == [1]:
                 break
             time.sleep(0.05)
         assert ttcli(db, "prune", "--older-than", "0s", "--keep-last", "0", "--yes").exit_code == 0
