@@ -1,0 +1,90 @@
+"""A prune and an archive handle values in their stored form (`serde.Verbatim`): the
+application's class of a value may have changed since it was stored (a field added, or a
+required one, which no longer rebuilds it), and what a prune writes back, copies or
+collects must not depend on it. Each test stores values of a class `t.P`, changes the class
+and prunes, on SQLite and PostgreSQL (`new_db`), archiving into either (`archive_db`)."""
+
+from __future__ import annotations
+
+from contextlib import closing
+from dataclasses import field, make_dataclass
+from typing import Any, TypedDict
+
+import pytest
+
+from tests.clitools import Target
+from tests.conftest import NewDb
+from tests.test_prune import boundary, cfg
+from ttcli import END, START, StateGraph
+from ttcli.ops.prune import PrunePolicy, execute_prune, plan_prune
+from ttcli.savers.locate import open_saver
+
+
+class Typed(TypedDict):
+    point: Any
+    n: int
+
+
+def _point_class(*fields: Any) -> type:
+    """An application's class `t.P` (a short name, so that its values are stored inline in
+    the checkpoints' rows), with these fields."""
+    cls = make_dataclass("P", fields)
+    cls.__module__ = "t"
+    return cls
+
+
+@pytest.mark.parametrize(
+    "changed",
+    [[("x", int), ("y", int, field(default=0))], [("x", int), ("y", int)]],
+    ids=["a field added", "a required field added"],
+)
+def test_a_prune_writes_back_the_values_it_keeps_as_stored(
+    new_db: NewDb, changed: list[Any]
+) -> None:
+    """A kept checkpoint whose parent is pruned is rewritten in full: its values go back as
+    they were stored, whatever the application's class has become since (rebuilt through a
+    changed class, they came back with a field they never had, or stopped the prune)."""
+    db, first = new_db("ttcli.db"), _point_class(("x", int))
+    _count_beside_a_point(db, first)
+    with closing(open_saver(db)) as saver:
+        saver.serde.register(_point_class(*changed))
+        plans = plan_prune(saver, PrunePolicy(older_than=boundary(), keep_last=1))
+        assert execute_prune(saver, plans).checkpoints == 6
+    assert _points(db, first) == [first(1)]
+
+
+def test_an_archive_copies_the_values_as_stored(new_db: NewDb, archive_db: Target) -> None:
+    """An archive's copies (and the source's kept rows) hold the values as they were stored,
+    with the application's class changed since."""
+    db, first = new_db("ttcli.db"), _point_class(("x", int))
+    _count_beside_a_point(db, first)
+    with closing(open_saver(db)) as saver, closing(open_saver(archive_db)) as archive:
+        saver.serde.register(_point_class(("x", int), ("y", int, field(default=0))))
+        plans = plan_prune(saver, PrunePolicy(older_than=boundary(), keep_last=1))
+        assert execute_prune(saver, plans, archive=archive).checkpoints == 6
+    assert _points(db, first) == [first(1)]
+    assert _points(archive_db, first) == [first(1)] * 6
+
+
+def _count_beside_a_point(db: Target, point_class: type) -> None:
+    """Thread t: a counter counting to 5 beside an unchanging point (7 checkpoints)."""
+    builder = StateGraph(Typed)
+    builder.add_node("count", lambda state: {"n": state["n"] + 1})
+    builder.add_edge(START, "count")
+    builder.add_conditional_edges("count", lambda state: "count" if state["n"] < 5 else END)
+    with closing(open_saver(db)) as saver:
+        saver.serde.register(point_class)
+        builder.compile(checkpointer=saver).invoke({"point": point_class(1), "n": 0}, cfg("t"))
+
+
+def _points(db: Target, point_class: type) -> list[Any]:
+    """The points thread t's checkpoints hold (newest first), read with `point_class`; and
+    the database checked."""
+    with closing(open_saver(db)) as saver:
+        saver.serde.register(point_class)
+        assert saver.integrity_problems() == []
+        return [
+            found.checkpoint["channel_values"].get("point")
+            or found.checkpoint["channel_values"]["__start__"]["point"]
+            for found in saver.list(cfg("t"))
+        ]
