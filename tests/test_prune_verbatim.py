@@ -25,6 +25,11 @@ class Typed(TypedDict):
     n: int
 
 
+#: `t.P` as the application changes it: a field with a default, a field it needs
+ADDED = [("x", int), ("y", int, field(default=0))]
+REQUIRED = [("x", int), ("y", int)]
+
+
 def _point_class(*fields: Any) -> type:
     """An application's class `t.P` (a short name, so that its values are stored inline in
     the checkpoints' rows), with these fields."""
@@ -34,9 +39,7 @@ def _point_class(*fields: Any) -> type:
 
 
 @pytest.mark.parametrize(
-    "changed",
-    [[("x", int), ("y", int, field(default=0))], [("x", int), ("y", int)]],
-    ids=["a field added", "a required field added"],
+    "changed", [ADDED, REQUIRED], ids=["a field added", "a required field added"]
 )
 def test_a_prune_writes_back_the_values_it_keeps_as_stored(
     new_db: NewDb, changed: list[Any]
@@ -59,22 +62,40 @@ def test_an_archive_copies_the_values_as_stored(new_db: NewDb, archive_db: Targe
     db, first = new_db("ttcli.db"), _point_class(("x", int))
     _count_beside_a_point(db, first)
     with closing(open_saver(db)) as saver, closing(open_saver(archive_db)) as archive:
-        saver.serde.register(_point_class(("x", int), ("y", int, field(default=0))))
+        saver.serde.register(_point_class(*ADDED))
         plans = plan_prune(saver, PrunePolicy(older_than=boundary(), keep_last=1))
         assert execute_prune(saver, plans, archive=archive).checkpoints == 6
     assert _points(db, first) == [first(1)]
     assert _points(archive_db, first) == [first(1)] * 6
 
 
-def _count_beside_a_point(db: Target, point_class: type) -> None:
-    """Thread t: a counter counting to 5 beside an unchanging point (7 checkpoints)."""
+def test_a_prune_collects_what_records_point_at_without_rebuilding_them(new_db: NewDb) -> None:
+    """A map with a large entry is stored as a record whose small entries are inline: the
+    values the pruned rows alone used are found through it, read as stored (rebuilt through
+    a class given a required field since, it stopped the prune)."""
+    db, first = new_db("ttcli.db"), _point_class(("x", int))
+    document = {"text": "x" * 100, "point": first(1)}
+    _count_beside_a_point(db, first, document)
+    with closing(open_saver(db)) as saver:
+        before = saver.thread_bytes(cfg("t")) or 0
+        saver.serde.register(_point_class(*REQUIRED))
+        plans = plan_prune(saver, PrunePolicy(older_than=boundary(), keep_last=1))
+        assert execute_prune(saver, plans).checkpoints == 6
+        assert 0 < (saver.thread_bytes(cfg("t")) or 0) < before
+    assert _points(db, first) == [document]
+
+
+def _count_beside_a_point(db: Target, point_class: type, point: Any = None) -> None:
+    """Thread t: a counter counting to 5 beside an unchanging point, or `point` (a value
+    holding one): 7 checkpoints."""
     builder = StateGraph(Typed)
     builder.add_node("count", lambda state: {"n": state["n"] + 1})
     builder.add_edge(START, "count")
     builder.add_conditional_edges("count", lambda state: "count" if state["n"] < 5 else END)
     with closing(open_saver(db)) as saver:
         saver.serde.register(point_class)
-        builder.compile(checkpointer=saver).invoke({"point": point_class(1), "n": 0}, cfg("t"))
+        start = {"point": point_class(1) if point is None else point, "n": 0}
+        builder.compile(checkpointer=saver).invoke(start, cfg("t"))
 
 
 def _points(db: Target, point_class: type) -> list[Any]:
