@@ -56,13 +56,21 @@ def test_a_prune_writes_back_the_values_it_keeps_as_stored(
     assert _points(db, first) == [first(1)]
 
 
-def test_an_archive_copies_the_values_as_stored(new_db: NewDb, archive_db: Target) -> None:
+@pytest.mark.parametrize(
+    ("changed", "rewritten"),
+    [(ADDED, False), (REQUIRED, False), (REQUIRED, True)],
+    ids=["a field added", "a required field added", "a required field added, written each step"],
+)
+def test_an_archive_copies_the_values_as_stored(
+    new_db: NewDb, archive_db: Target, changed: list[Any], rewritten: bool
+) -> None:
     """An archive's copies (and the source's kept rows) hold the values as they were stored,
-    with the application's class changed since."""
+    with the application's class changed since; and the pending writes it checks, the copied
+    page's last among them (which a kept child held), are compared as stored."""
     db, first = new_db("ttcli.db"), _point_class(("x", int))
-    _count_beside_a_point(db, first)
+    _count_beside_a_point(db, first, rewritten=rewritten)
     with closing(open_saver(db)) as saver, closing(open_saver(archive_db)) as archive:
-        saver.serde.register(_point_class(*ADDED))
+        saver.serde.register(_point_class(*changed))
         plans = plan_prune(saver, PrunePolicy(older_than=boundary(), keep_last=1))
         assert execute_prune(saver, plans, archive=archive).checkpoints == 6
     assert _points(db, first) == [first(1)]
@@ -85,11 +93,16 @@ def test_a_prune_collects_what_records_point_at_without_rebuilding_them(new_db: 
     assert _points(db, first) == [document]
 
 
-def _count_beside_a_point(db: Target, point_class: type, point: Any = None) -> None:
-    """Thread t: a counter counting to 5 beside an unchanging point, or `point` (a value
-    holding one): 7 checkpoints."""
+def _count_beside_a_point(
+    db: Target, point_class: type, point: Any = None, *, rewritten: bool = False
+) -> None:
+    """Thread t: a counter counting to 5 beside a point (or `point`, a value holding one),
+    unchanging, and written again at each step if `rewritten` (7 checkpoints)."""
     builder = StateGraph(Typed)
-    builder.add_node("count", lambda state: {"n": state["n"] + 1})
+    builder.add_node(
+        "count",
+        lambda state: {"n": state["n"] + 1, **({"point": state["point"]} if rewritten else {})},
+    )
     builder.add_edge(START, "count")
     builder.add_conditional_edges("count", lambda state: "count" if state["n"] < 5 else END)
     with closing(open_saver(db)) as saver:
