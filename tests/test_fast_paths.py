@@ -10,7 +10,7 @@ are compared.
 from __future__ import annotations
 
 import builtins
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from types import SimpleNamespace
 from typing import Any
 
@@ -65,6 +65,14 @@ class Core(BaseSaver):
 
     def get_writes(self, config: RunnableConfig) -> builtins.list[TaskWrite]:
         return self.saver.get_writes(config)
+
+    def stored_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        return self.saver.stored_tuple(config)
+
+    def stored_pending_writes(
+        self, config: RunnableConfig, checkpoint_ids: Iterable[str]
+    ) -> dict[str, builtins.list[TaskWrite]]:
+        return self.saver.stored_pending_writes(config, checkpoint_ids)
 
     def delete_thread(self, thread_id: str) -> None:
         self.saver.delete_thread(thread_id)

@@ -15,9 +15,14 @@ import pytest
 from tests.clitools import Target
 from tests.conftest import NewDb
 from tests.test_prune import boundary, cfg
+from tests.test_saver_contract import config, make_checkpoint
 from ttcli import END, START, StateGraph
+from ttcli.errors import CorruptValueError
 from ttcli.ops.prune import PrunePolicy, execute_prune, plan_prune
+from ttcli.savers import serde
+from ttcli.savers.base import BaseSaver
 from ttcli.savers.locate import open_saver
+from ttcli.uuid6 import new_id
 
 
 class Typed(TypedDict):
@@ -91,6 +96,38 @@ def test_a_prune_collects_what_records_point_at_without_rebuilding_them(new_db: 
         assert execute_prune(saver, plans).checkpoints == 6
         assert 0 < (saver.thread_bytes(cfg("t")) or 0) < before
     assert _points(db, first) == [document]
+
+
+def test_stored_forms_are_read_without_the_applications_classes(saver: BaseSaver) -> None:
+    """What a prune compares between a file and its archive reads values in their stored
+    form, alike in every saver, where rebuilding them through a class changed since fails:
+    inline, stored apart, and as a record's entries."""
+    first = _point_class(("x", int))
+    saver.serde.register(first)
+    document = {"text": "x" * 100, "point": first(1)}
+    checkpoint = make_checkpoint(0, point=first(2), document=document)
+    at = saver.put(config(), checkpoint, {"source": "input", "step": 0, "parents": {}}, {})
+    saver.put_writes(at, [("point", first(3)), ("document", document)], "task", "path")
+    saver.serde.register(_point_class(*REQUIRED))
+    with pytest.raises(CorruptValueError):
+        saver.get_tuple(at)
+    stored = saver.stored_tuple(at)
+    assert stored is not None
+    assert stored.checkpoint["channel_values"] == _as_stored(
+        {"point": first(2), "document": document}
+    )
+    assert stored.metadata == {"source": "input", "step": 0, "parents": {}}
+    missing = new_id(1)  # left out, as `pending_writes` leaves it
+    assert saver.stored_pending_writes(config(), [checkpoint["id"], missing]) == {
+        checkpoint["id"]: [
+            ("task", "path", "point", _as_stored(first(3))),
+            ("task", "path", "document", _as_stored(document)),
+        ]
+    }
+
+
+def _as_stored(value: Any) -> Any:
+    return serde.VERBATIM.loads(serde.dumps(value))
 
 
 def _count_beside_a_point(

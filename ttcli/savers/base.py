@@ -184,6 +184,20 @@ class BaseSaver(ABC):
         order the runtime applies them; what copying a checkpoint needs to keep."""
 
     @abstractmethod
+    def stored_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        """`get_tuple` with every value in its stored form (`serde.Verbatim`: a typed value
+        stays the `msgpack.ExtType` it was stored as), alike in every saver. What a prune
+        compares between a database and its archive: it must not depend on the
+        application's classes, which may have changed since a value was stored (a class
+        given a required field no longer rebuilds it)."""
+
+    @abstractmethod
+    def stored_pending_writes(
+        self, config: RunnableConfig, checkpoint_ids: Iterable[str]
+    ) -> dict[str, builtins.list[TaskWrite]]:
+        """`pending_writes` with every value in its stored form (see `stored_tuple`)."""
+
+    @abstractmethod
     def delete_thread(self, thread_id: str) -> None:
         """Remove every checkpoint and write of a thread, in every namespace."""
 

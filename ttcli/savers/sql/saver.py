@@ -100,9 +100,15 @@ class SqlSaver(BaseSaver):
         return RowCopy(self, target, self.ref(config)).copy_below(require_id(below))
 
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        return self._tuple(config, self.states)
+
+    def stored_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        return self._tuple(config, self.deletion.stored_states)
+
+    def _tuple(self, config: RunnableConfig, states: States) -> CheckpointTuple | None:
         with self.connection.read() as conn:
             row = self.rows.row(conn, self.ref(config))
-            return self.states.tuple(conn, row) if row else None
+            return states.tuple(conn, row) if row else None
 
     def list(
         self,
@@ -200,6 +206,23 @@ class SqlSaver(BaseSaver):
     def pending_writes(
         self, config: RunnableConfig, checkpoint_ids: Iterable[str]
     ) -> dict[str, builtins.list[TaskWrite]]:
+        return self._pending_writes(config, checkpoint_ids, self.pending, self.blobs)
+
+    def stored_pending_writes(
+        self, config: RunnableConfig, checkpoint_ids: Iterable[str]
+    ) -> dict[str, builtins.list[TaskWrite]]:
+        stored = self.deletion
+        return self._pending_writes(
+            config, checkpoint_ids, stored.stored_pending, stored.stored_blobs
+        )
+
+    def _pending_writes(
+        self,
+        config: RunnableConfig,
+        checkpoint_ids: Iterable[str],
+        pending: PendingWrites,
+        blobs: BlobStore,
+    ) -> dict[str, builtins.list[TaskWrite]]:
         ref = self.ref(config)
         wanted = {key: i for i in checkpoint_ids if (key := id_bytes(i)) is not None}
         with self.connection.read() as conn:  # one transaction for all
@@ -208,9 +231,9 @@ class SqlSaver(BaseSaver):
                 return {}
             return {
                 wanted[key]: [
-                    (task_id, path, channel, self.blobs.load_value(entry))
+                    (task_id, path, channel, blobs.load_value(entry))
                     for task_id, path, channel, entry in in_order(
-                        self.pending.merged(conn, thread_key, key)
+                        pending.merged(conn, thread_key, key)
                     )
                 ]
                 for key in self.rows.present(conn, thread_key, set(wanted))
