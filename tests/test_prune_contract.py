@@ -331,17 +331,18 @@ def test_checkpoint_ids_read_a_range_of_ids_newest_first(saver: BaseSaver) -> No
     assert saver.checkpoint_ids(config("nobody")) == []
 
 
-def test_pending_writes_of_a_page_are_what_get_writes_gives(saver: BaseSaver) -> None:
+def test_stored_pending_writes_of_a_page_are_what_get_writes_gives(saver: BaseSaver) -> None:
+    # plain values: their stored form is what they decode to (see test_prune_verbatim.py)
     ids: list[str] = []
     for step in range(4):
         ids.append(put_one(saver, ids[-1] if ids else None, step))
         saver.put_writes(config("t", ids[-1]), [("n", step), ("m", [step])], f"task{step}")
     saver.put_writes(config("t", ids[1]), [("__interrupt__", "ask")], "other", "path")
     missing = new_id(9)
-    found = saver.pending_writes(config("t"), [ids[3], missing, ids[1], ids[0]])
+    found = saver.stored_pending_writes(config("t"), [ids[3], missing, ids[1], ids[0]])
     assert found == {i: saver.get_writes(config("t", i)) for i in (ids[3], ids[1], ids[0])}
     assert len(found[ids[1]]) == 3
-    assert saver.pending_writes(config("nobody"), ids) == {}
+    assert saver.stored_pending_writes(config("nobody"), ids) == {}
 
 
 def test_archiving_page_by_page_stores_each_value_once(

@@ -15,6 +15,7 @@ import pytest
 from tests.clitools import Target
 from tests.conftest import NewDb
 from tests.test_prune import boundary, cfg
+from tests.test_prune_contract import Killed, hooked, kill
 from tests.test_saver_contract import config, make_checkpoint
 from ttcli import END, START, StateGraph
 from ttcli.errors import CorruptValueError
@@ -96,6 +97,25 @@ def test_a_prune_collects_what_records_point_at_without_rebuilding_them(new_db: 
         assert execute_prune(saver, plans).checkpoints == 6
         assert 0 < (saver.thread_bytes(cfg("t")) or 0) < before
     assert _points(db, first) == [document]
+
+
+def test_rows_the_archive_held_already_are_compared_as_stored(
+    new_db: NewDb, archive_db: Target
+) -> None:
+    """A prune stopped once its archive committed leaves the rows in both files: the next
+    compares their pending writes as stored, with the class given a required field since."""
+    db, first = new_db("ttcli.db"), _point_class(("x", int))
+    _count_beside_a_point(db, first)
+    policy = PrunePolicy(older_than=boundary(), keep_last=1)
+    with closing(open_saver(db)) as saver:
+        with hooked(archive_db, kill) as target, pytest.raises(Killed):
+            execute_prune(saver, plan_prune(saver, policy), archive=target)
+        saver.serde.register(_point_class(*REQUIRED))
+        with closing(open_saver(archive_db)) as archive:
+            report = execute_prune(saver, plan_prune(saver, policy), archive=archive)
+    assert (report.checkpoints, report.archived, report.left) == (6, 0, 0)
+    assert _points(db, first) == [first(1)]
+    assert _points(archive_db, first) == [first(1)] * 6
 
 
 def test_stored_forms_are_read_without_the_applications_classes(saver: BaseSaver) -> None:

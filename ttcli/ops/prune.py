@@ -25,6 +25,7 @@ from ttcli.ops.copy import copy_checkpoint
 from ttcli.ops.fork import last_activity
 from ttcli.ops.inspect import threads_with_prefix
 from ttcli.savers.base import BaseSaver, Checkpoint, TaskWrite, ThreadSummary
+from ttcli.savers.serde import VERBATIM
 from ttcli.uuid6 import lowest_id_at
 
 BATCH_SIZE = 500  # checkpoints per delete transaction, so concurrent writers are not starved
@@ -232,18 +233,14 @@ class _Run:
         self, ref: CheckpointRef, checkpoint_ids: list[str], archive: BaseSaver
     ) -> list[str]:
         """Of rows the archive had before, those it holds as the live file does: a committed
-        checkpoint never changes but for its pending writes, so these are compared; a row
-        whose writes differ is copied again and compared whole, and left for the next run
-        if it still does not compare."""
+        checkpoint never changes but for its pending writes, so these are compared (as
+        stored: no application's class rebuilds them); a row whose writes differ is copied
+        again and compared whole, and left for the next run if it still does not compare."""
         if not checkpoint_ids:
             return []
-        live = self.saver.pending_writes(ref.to_config(), checkpoint_ids)
-        kept = archive.pending_writes(ref.to_config(), live)
-        stale = [
-            i
-            for i in checkpoint_ids
-            if i in live and not self.saver.serde.same(kept.get(i), live[i])
-        ]
+        live = self.saver.stored_pending_writes(ref.to_config(), checkpoint_ids)
+        kept = archive.stored_pending_writes(ref.to_config(), live)
+        stale = [i for i in checkpoint_ids if i in live and not VERBATIM.same(kept.get(i), live[i])]
         if stale:
             self.report.archived += _refresh(self.saver, ref, stale, archive)
             stale = [

@@ -195,7 +195,10 @@ class BaseSaver(ABC):
     def stored_pending_writes(
         self, config: RunnableConfig, checkpoint_ids: Iterable[str]
     ) -> dict[str, builtins.list[TaskWrite]]:
-        """`pending_writes` with every value in its stored form (see `stored_tuple`)."""
+        """The pending writes of those of these checkpoints the config's thread has, by id,
+        each as `get_writes` gives them but with every value in its stored form (see
+        `stored_tuple`); a checkpoint the thread lacks is left out. What a prune compares
+        between a file and its archive, a page at a time."""
 
     @abstractmethod
     def delete_thread(self, thread_id: str) -> None:
@@ -280,20 +283,6 @@ class BaseSaver(ABC):
                 break
             below = page[-1]
         return found
-
-    def pending_writes(
-        self, config: RunnableConfig, checkpoint_ids: Iterable[str]
-    ) -> dict[str, builtins.list[TaskWrite]]:
-        """The pending writes of those of these checkpoints the config's thread has, by id,
-        each as `get_writes` gives them (a checkpoint the thread lacks is left out): what a
-        prune compares between a file and its archive, a page at a time. A backend that can
-        read them together overrides it."""
-        ref = self.ref(config)
-        return {
-            checkpoint_id: self.get_writes(ref.at(checkpoint_id).to_config())
-            for checkpoint_id in checkpoint_ids
-            if self.list_metadata(ref.at(checkpoint_id).to_config())
-        }
 
     def count_checkpoints(self, config: RunnableConfig, *, below: str | None = None) -> int:
         """How many checkpoints the config's thread has (with ids below `below`, if given)."""

@@ -203,27 +203,11 @@ class SqlSaver(BaseSaver):
         with self.connection.read() as conn:
             return self.rows.ids(conn, self.ref(config), upper, lower, limit)
 
-    def pending_writes(
-        self, config: RunnableConfig, checkpoint_ids: Iterable[str]
-    ) -> dict[str, builtins.list[TaskWrite]]:
-        return self._pending_writes(config, checkpoint_ids, self.pending, self.blobs)
-
     def stored_pending_writes(
         self, config: RunnableConfig, checkpoint_ids: Iterable[str]
     ) -> dict[str, builtins.list[TaskWrite]]:
-        stored = self.deletion
-        return self._pending_writes(
-            config, checkpoint_ids, stored.stored_pending, stored.stored_blobs
-        )
-
-    def _pending_writes(
-        self,
-        config: RunnableConfig,
-        checkpoint_ids: Iterable[str],
-        pending: PendingWrites,
-        blobs: BlobStore,
-    ) -> dict[str, builtins.list[TaskWrite]]:
         ref = self.ref(config)
+        pending, blobs = self.deletion.stored_pending, self.deletion.stored_blobs
         wanted = {key: i for i in checkpoint_ids if (key := id_bytes(i)) is not None}
         with self.connection.read() as conn:  # one transaction for all
             thread_key = self.rows.thread_key(conn, ref)
