@@ -17,7 +17,7 @@ from tests.conftest import NewDb
 from tests.test_prune import boundary, cfg
 from tests.test_prune_contract import Killed, hooked, kill
 from tests.test_saver_contract import config, make_checkpoint
-from ttcli import END, START, StateGraph
+from ttcli import END, START, Command, StateGraph, interrupt
 from ttcli.errors import CorruptValueError
 from ttcli.ops.prune import PrunePolicy, execute_prune, plan_prune
 from ttcli.savers import serde
@@ -29,6 +29,11 @@ from ttcli.uuid6 import new_id
 class Typed(TypedDict):
     point: Any
     n: int
+
+
+class Asking(TypedDict):
+    point: Any
+    answer: str
 
 
 #: `t.P` as the application changes it: a field with a default, a field it needs
@@ -116,6 +121,34 @@ def test_rows_the_archive_held_already_are_compared_as_stored(
     assert (report.checkpoints, report.archived, report.left) == (6, 0, 0)
     assert _points(db, first) == [first(1)]
     assert _points(archive_db, first) == [first(1)] * 6
+
+
+def test_an_archived_copy_refreshed_is_compared_as_stored(
+    new_db: NewDb, archive_db: Target
+) -> None:
+    """An archived checkpoint whose pending writes grew since (an answer to its interrupt)
+    is copied again and compared whole before it goes: as stored, with the class given a
+    required field since."""
+    db, first = new_db("ttcli.db"), _point_class(("x", int))
+    builder = StateGraph(Asking)
+    builder.add_node("ask", lambda state: {"answer": interrupt("which?")})
+    builder.add_edge(START, "ask")
+    builder.add_edge("ask", END)
+    with closing(open_saver(db)) as saver:
+        saver.serde.register(first)
+        app = builder.compile(checkpointer=saver)
+        app.invoke({"point": first(1), "answer": ""}, cfg("t"))  # paused at its question
+        paused = PrunePolicy(older_than=boundary(), keep_last=0)
+        with hooked(archive_db, kill) as target, pytest.raises(Killed):
+            execute_prune(saver, plan_prune(saver, paused), archive=target)
+        app.invoke(Command(resume="this one"), cfg("t"))
+        saver.serde.register(_point_class(*REQUIRED))
+        answered = PrunePolicy(older_than=boundary(), keep_last=1)
+        with closing(open_saver(archive_db)) as archive:
+            report = execute_prune(saver, plan_prune(saver, answered), archive=archive)
+    assert (report.checkpoints, report.left) == (2, 0)
+    assert _points(db, first) == [first(1)]
+    assert _points(archive_db, first) == [first(1)] * 2
 
 
 def test_stored_forms_are_read_without_the_applications_classes(saver: BaseSaver) -> None:
