@@ -179,6 +179,26 @@ def test_stored_forms_are_read_without_the_applications_classes(saver: BaseSaver
     }
 
 
+def test_a_row_stored_among_older_ones_moves_their_pending_writes_as_stored(
+    saver: BaseSaver,
+) -> None:
+    """A row stored between a checkpoint and its child (one that committed late, with an
+    old id, or an archive copying such a row) takes the checkpoint's pending writes back
+    from the child's row: as stored (rebuilt through the application's class as it is now,
+    they came back with a field they never had)."""
+    first = _point_class(("x", int))
+    saver.serde.register(first)
+    parent, late, child = (make_checkpoint(step, n=step) for step in range(3))  # ids in order
+    at = saver.put(config(), parent, {"source": "loop", "step": 0, "parents": {}}, {"n": 2})
+    saver.put_writes(at, [("point", first(1))], "task")
+    saver.put(at, child, {"source": "loop", "step": 2, "parents": {}}, {"n": 4})
+    saver.serde.register(_point_class(*ADDED))
+    saver.put(at, late, {"source": "loop", "step": 1, "parents": {}}, {"n": 3})
+    assert saver.stored_pending_writes(config(), [parent["id"]]) == {
+        parent["id"]: [("task", "", "point", _as_stored(first(1)))]
+    }
+
+
 def _as_stored(value: Any) -> Any:
     return serde.VERBATIM.loads(serde.dumps(value))
 
