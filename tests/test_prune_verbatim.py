@@ -2,7 +2,8 @@
 application's class of a value may have changed since it was stored (a field added, or a
 required one, which no longer rebuilds it), and what a prune writes back, copies or
 collects must not depend on it. Each test stores values of a class `t.P`, changes the class
-and prunes, on SQLite and PostgreSQL (`new_db`), archiving into either (`archive_db`)."""
+and prunes, on SQLite and PostgreSQL (`new_db`), archiving into either (`archive_db`); or
+reads and moves stored values as a prune does, in every saver (`saver`)."""
 
 from __future__ import annotations
 
@@ -130,14 +131,11 @@ def test_an_archived_copy_refreshed_is_compared_as_stored(
     is copied again and compared whole before it goes: as stored, with the class given a
     required field since."""
     db, first = new_db("ttcli.db"), _point_class(("x", int))
-    builder = StateGraph(Asking)
-    builder.add_node("ask", lambda state: {"answer": interrupt("which?")})
-    builder.add_edge(START, "ask")
-    builder.add_edge("ask", END)
     with closing(open_saver(db)) as saver:
         saver.serde.register(first)
-        app = builder.compile(checkpointer=saver)
+        app = _asking(saver)
         app.invoke({"point": first(1), "answer": ""}, cfg("t"))  # paused at its question
+        question = saver.checkpoint_ids(cfg("t"))[0]
         paused = PrunePolicy(older_than=boundary(), keep_last=0)
         with hooked(archive_db, kill) as target, pytest.raises(Killed):
             execute_prune(saver, plan_prune(saver, paused), archive=target)
@@ -149,6 +147,45 @@ def test_an_archived_copy_refreshed_is_compared_as_stored(
     assert (report.checkpoints, report.left) == (2, 0)
     assert _points(db, first) == [first(1)]
     assert _points(archive_db, first) == [first(1)] * 2
+    with closing(open_saver(archive_db)) as archive:
+        writes = archive.stored_pending_writes(cfg("t"), [question])[question]
+    # the copy refreshed: the answer's writes are archived beside the question's
+    assert [channel for _task, _path, channel, _value in writes] == [
+        "__resume__",
+        "__interrupt__",
+        "answer",
+    ]
+
+
+def test_a_refreshed_copy_the_archive_does_not_hold_is_left(
+    new_db: NewDb, archive_db: Target
+) -> None:
+    """That whole comparison is what lets a refreshed row go: made once the archive
+    committed, inside the live file's transaction, it leaves the row for the next run when
+    the archive does not hold it as the live file does (here, lost right after it
+    committed), where the copy's own check, before the commit, passed."""
+    db = new_db("ttcli.db")
+    with closing(open_saver(db)) as saver:
+        app = _asking(saver)
+        app.invoke({"point": None, "answer": ""}, cfg("t"))
+        question = saver.checkpoint_ids(cfg("t"))[0]
+        paused = PrunePolicy(older_than=boundary(), keep_last=0)
+        with hooked(archive_db, kill) as target, pytest.raises(Killed):
+            execute_prune(saver, plan_prune(saver, paused), archive=target)
+        app.invoke(Command(resume="this one"), cfg("t"))
+
+        def lose_the_copy() -> None:
+            archive.delete_checkpoints(cfg("t"), [question])
+
+        # the archive's first batch copies the page (nothing new), its second the refresh
+        answered = PrunePolicy(older_than=boundary(), keep_last=1)
+        with hooked(archive_db, lambda: setattr(archive, "after", lose_the_copy)) as archive:
+            report = execute_prune(saver, plan_prune(saver, answered), archive=archive)
+        assert (report.checkpoints, report.left) == (1, 1)
+        assert saver.checkpoint_ids(cfg("t"))[1:] == [question]
+        with closing(open_saver(archive_db)) as again:
+            report = execute_prune(saver, plan_prune(saver, answered), archive=again)
+        assert (report.checkpoints, report.left) == (1, 0)
 
 
 def test_stored_forms_are_read_without_the_applications_classes(saver: BaseSaver) -> None:
@@ -170,7 +207,7 @@ def test_stored_forms_are_read_without_the_applications_classes(saver: BaseSaver
         {"point": first(2), "document": document}
     )
     assert stored.metadata == {"source": "input", "step": 0, "parents": {}}
-    missing = new_id(1)  # left out, as `pending_writes` leaves it
+    missing = new_id(1)  # a checkpoint the thread lacks is left out
     assert saver.stored_pending_writes(config(), [checkpoint["id"], missing]) == {
         checkpoint["id"]: [
             ("task", "path", "point", _as_stored(first(3))),
@@ -197,6 +234,15 @@ def test_a_row_stored_among_older_ones_moves_their_pending_writes_as_stored(
     assert saver.stored_pending_writes(config(), [parent["id"]]) == {
         parent["id"]: [("task", "", "point", _as_stored(first(1)))]
     }
+
+
+def _asking(saver: BaseSaver) -> Any:
+    """A graph that asks a question (an interrupt) beside a point, compiled with `saver`."""
+    builder = StateGraph(Asking)
+    builder.add_node("ask", lambda state: {"answer": interrupt("which?")})
+    builder.add_edge(START, "ask")
+    builder.add_edge("ask", END)
+    return builder.compile(checkpointer=saver)
 
 
 def _as_stored(value: Any) -> Any:
