@@ -19,7 +19,8 @@ what a file can break, and the contract suite checks every saver):
    every read ends.
 5. An interrupt's answer is stored once: a different second answer is refused
    (`AnswerConflictError`), the same answer again is harmless (`rules.merged_answers`).
-6. What a prune deleted with an archive is in the archive and decodes equal (`ttcli.ops.prune`).
+6. What a prune deleted with an archive is in the archive as it was stored (compared in
+   stored form, `stored_tuple`: `ttcli.ops.prune`).
 """
 
 from __future__ import annotations
