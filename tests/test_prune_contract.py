@@ -10,7 +10,6 @@ import os
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import closing, contextmanager
-from dataclasses import field, make_dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from types import SimpleNamespace
@@ -332,17 +331,18 @@ def test_checkpoint_ids_read_a_range_of_ids_newest_first(saver: BaseSaver) -> No
     assert saver.checkpoint_ids(config("nobody")) == []
 
 
-def test_pending_writes_of_a_page_are_what_get_writes_gives(saver: BaseSaver) -> None:
+def test_stored_pending_writes_of_a_page_are_what_get_writes_gives(saver: BaseSaver) -> None:
+    # plain values: their stored form is what they decode to (see test_prune_verbatim.py)
     ids: list[str] = []
     for step in range(4):
         ids.append(put_one(saver, ids[-1] if ids else None, step))
         saver.put_writes(config("t", ids[-1]), [("n", step), ("m", [step])], f"task{step}")
     saver.put_writes(config("t", ids[1]), [("__interrupt__", "ask")], "other", "path")
     missing = new_id(9)
-    found = saver.pending_writes(config("t"), [ids[3], missing, ids[1], ids[0]])
+    found = saver.stored_pending_writes(config("t"), [ids[3], missing, ids[1], ids[0]])
     assert found == {i: saver.get_writes(config("t", i)) for i in (ids[3], ids[1], ids[0])}
     assert len(found[ids[1]]) == 3
-    assert saver.pending_writes(config("nobody"), ids) == {}
+    assert saver.stored_pending_writes(config("nobody"), ids) == {}
 
 
 def test_archiving_page_by_page_stores_each_value_once(
@@ -368,76 +368,3 @@ def test_archiving_page_by_page_stores_each_value_once(
             sizes.append(archive.thread_bytes(cfg("t")) or 0)
     # a page's first row is stored whole (its parent went with the page before): a little more
     assert 0 < sizes[1] <= sizes[0] * 1.1, sizes
-
-
-# -- rows a prune rewrites ----------------------------------------------------------------------
-
-
-class Typed(TypedDict):
-    point: Any
-    n: int
-
-
-def _point_class(*fields: Any) -> type:
-    """An application's class `t.P` (a short name, so that its values are stored inline in
-    the checkpoints' rows), with these fields."""
-    cls = make_dataclass("P", fields)
-    cls.__module__ = "t"
-    return cls
-
-
-@pytest.mark.parametrize(
-    "changed",
-    [[("x", int), ("y", int, field(default=0))], [("x", int), ("y", int)]],
-    ids=["a field added", "a required field added"],
-)
-def test_a_prune_writes_back_the_values_it_keeps_as_stored(
-    new_db: NewDb, changed: list[Any]
-) -> None:
-    """A kept checkpoint whose parent is pruned is rewritten in full: its values go back as
-    they were stored, whatever the application's class has become since (rebuilt through a
-    changed class, they came back with a field they never had, or stopped the prune)."""
-    db, first = new_db("ttcli.db"), _point_class(("x", int))
-    _count_beside_a_point(db, first)
-    with closing(open_saver(db)) as saver:
-        saver.serde.register(_point_class(*changed))
-        plans = plan_prune(saver, PrunePolicy(older_than=boundary(), keep_last=1))
-        assert execute_prune(saver, plans).checkpoints == 6
-    assert _points(db, first) == [first(1)]
-
-
-def test_an_archive_copies_the_values_as_stored(new_db: NewDb, archive_db: Target) -> None:
-    """An archive's copies (and the source's kept rows) hold the values as they were stored,
-    with the application's class changed since."""
-    db, first = new_db("ttcli.db"), _point_class(("x", int))
-    _count_beside_a_point(db, first)
-    with closing(open_saver(db)) as saver, closing(open_saver(archive_db)) as archive:
-        saver.serde.register(_point_class(("x", int), ("y", int, field(default=0))))
-        plans = plan_prune(saver, PrunePolicy(older_than=boundary(), keep_last=1))
-        assert execute_prune(saver, plans, archive=archive).checkpoints == 6
-    assert _points(db, first) == [first(1)]
-    assert _points(archive_db, first) == [first(1)] * 6
-
-
-def _count_beside_a_point(db: Target, point_class: type) -> None:
-    """Thread t: a counter counting to 5 beside an unchanging point (7 checkpoints)."""
-    builder = StateGraph(Typed)
-    builder.add_node("count", lambda state: {"n": state["n"] + 1})
-    builder.add_edge(START, "count")
-    builder.add_conditional_edges("count", lambda state: "count" if state["n"] < 5 else END)
-    with closing(open_saver(db)) as saver:
-        saver.serde.register(point_class)
-        builder.compile(checkpointer=saver).invoke({"point": point_class(1), "n": 0}, cfg("t"))
-
-
-def _points(db: Target, point_class: type) -> list[Any]:
-    """The points thread t's checkpoints hold (newest first), read with `point_class`; and
-    the database checked."""
-    with closing(open_saver(db)) as saver:
-        saver.serde.register(point_class)
-        assert saver.integrity_problems() == []
-        return [
-            found.checkpoint["channel_values"].get("point")
-            or found.checkpoint["channel_values"]["__start__"]["point"]
-            for found in saver.list(cfg("t"))
-        ]

@@ -7,8 +7,10 @@ prune deletes exactly the rows it copied and verified, never "everything below a
 page of ids is read, copied into the archive and checked there inside the live file's write
 transaction that then deletes it, so no row commits or changes in between; a row the archive
 had already (a stopped run copied it) is compared by its pending writes and copied again if
-they grew. A crash at any moment loses nothing (at worst rows are in both files), and running
-the same prune again finishes the job.
+they grew. Rows are compared in their stored form (`BaseSaver.stored_tuple`): an
+application's class may have changed since a value was stored, and must not decide what is
+deleted, nor stop a prune. A crash at any moment loses nothing (at worst rows are in both
+files), and running the same prune again finishes the job.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from ttcli.ops.copy import copy_checkpoint
 from ttcli.ops.fork import last_activity
 from ttcli.ops.inspect import threads_with_prefix
 from ttcli.savers.base import BaseSaver, Checkpoint, TaskWrite, ThreadSummary
+from ttcli.savers.serde import VERBATIM
 from ttcli.uuid6 import lowest_id_at
 
 BATCH_SIZE = 500  # checkpoints per delete transaction, so concurrent writers are not starved
@@ -234,25 +237,17 @@ class _Run:
         """Of rows the archive had before, those it holds as the live file does: a committed
         checkpoint never changes but for its pending writes, so these are compared; a row
         whose writes differ is copied again and compared whole, and left for the next run
-        if it still does not compare."""
+        if it still does not compare. That comparison, made once the archive committed and
+        inside the live file's transaction, is what lets such a row go: a copy value by
+        value checks nothing itself."""
         if not checkpoint_ids:
             return []
-        live = self.saver.pending_writes(ref.to_config(), checkpoint_ids)
-        kept = archive.pending_writes(ref.to_config(), live)
-        stale = [
-            i
-            for i in checkpoint_ids
-            if i in live and not self.saver.serde.same(kept.get(i), live[i])
-        ]
+        live = self.saver.stored_pending_writes(ref.to_config(), checkpoint_ids)
+        kept = archive.stored_pending_writes(ref.to_config(), live)
+        stale = [i for i in checkpoint_ids if i in live and not VERBATIM.same(kept.get(i), live[i])]
         if stale:
             self.report.archived += _refresh(self.saver, ref, stale, archive)
-            stale = [
-                i
-                for i in stale
-                if not self.saver.serde.same(
-                    _content(archive, _at(ref, i)), _content(self.saver, _at(ref, i))
-                )
-            ]
+            stale = [i for i in stale if not _holds(archive, self.saver, ref, i)]
             self.report.left += len(stale)
         return [i for i in checkpoint_ids if i in live and i not in stale]
 
@@ -277,10 +272,7 @@ def _check(
     saver: BaseSaver, ref: CheckpointRef, checkpoint_ids: list[str], archive: BaseSaver
 ) -> None:
     for checkpoint_id in checkpoint_ids:
-        if not saver.serde.same(
-            _content(archive, _at(ref, checkpoint_id)),
-            _content(saver, _at(ref, checkpoint_id)),
-        ):
+        if not _holds(archive, saver, ref, checkpoint_id):
             raise StorageError(
                 f"archive check failed for checkpoint '{checkpoint_id}' of thread "
                 f"'{ref.thread_id}': nothing of it was deleted"
@@ -320,11 +312,19 @@ def _refresh(
 Content = tuple[Checkpoint, dict[str, Any], RunnableConfig | None, list[TaskWrite]]
 
 
-def _content(saver: BaseSaver, config: RunnableConfig) -> Content | None:
-    saved = saver.get_tuple(config)
+def _holds(archive: BaseSaver, saver: BaseSaver, ref: CheckpointRef, checkpoint_id: str) -> bool:
+    """Whether the archive holds the checkpoint as the saver does."""
+    return VERBATIM.same(_content(archive, ref, checkpoint_id), _content(saver, ref, checkpoint_id))
+
+
+def _content(saver: BaseSaver, ref: CheckpointRef, checkpoint_id: str) -> Content | None:
+    """What a checkpoint holds, in its stored form: the same in both files whatever the
+    application's classes have become since (one given a required field rebuilds nothing)."""
+    saved = saver.stored_tuple(_at(ref, checkpoint_id))
     if saved is None:
         return None
-    return saved.checkpoint, saved.metadata, saved.parent_config, saver.get_writes(saved.config)
+    writes = saver.stored_pending_writes(ref.to_config(), [checkpoint_id])
+    return saved.checkpoint, saved.metadata, saved.parent_config, writes.get(checkpoint_id, [])
 
 
 def _present(saver: BaseSaver, ref: CheckpointRef, checkpoint_ids: list[str]) -> list[str]:

@@ -19,7 +19,8 @@ what a file can break, and the contract suite checks every saver):
    every read ends.
 5. An interrupt's answer is stored once: a different second answer is refused
    (`AnswerConflictError`), the same answer again is harmless (`rules.merged_answers`).
-6. What a prune deleted with an archive is in the archive and decodes equal (`ttcli.ops.prune`).
+6. What a prune deleted with an archive is in the archive as it was stored (compared in
+   stored form, `stored_tuple`: `ttcli.ops.prune`).
 """
 
 from __future__ import annotations
@@ -204,6 +205,23 @@ class BaseSaver(ABC):
         order the runtime applies them; what copying a checkpoint needs to keep."""
 
     @abstractmethod
+    def stored_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        """`get_tuple` with every value in its stored form (`serde.Verbatim`: a typed value
+        stays the `msgpack.ExtType` it was stored as), alike in every saver. What a prune
+        compares between a database and its archive: it must not depend on the
+        application's classes, which may have changed since a value was stored (a class
+        given a required field no longer rebuilds it)."""
+
+    @abstractmethod
+    def stored_pending_writes(
+        self, config: RunnableConfig, checkpoint_ids: Iterable[str]
+    ) -> dict[str, builtins.list[TaskWrite]]:
+        """The pending writes of those of these checkpoints the config's thread has, by id,
+        each as `get_writes` gives them but with every value in its stored form (see
+        `stored_tuple`); a checkpoint the thread lacks is left out. What a prune compares
+        between a file and its archive, a page at a time."""
+
+    @abstractmethod
     def delete_thread(self, thread_id: str) -> None:
         """Remove every checkpoint and write of a thread, in every namespace."""
 
@@ -286,20 +304,6 @@ class BaseSaver(ABC):
                 break
             below = page[-1]
         return found
-
-    def pending_writes(
-        self, config: RunnableConfig, checkpoint_ids: Iterable[str]
-    ) -> dict[str, builtins.list[TaskWrite]]:
-        """The pending writes of those of these checkpoints the config's thread has, by id,
-        each as `get_writes` gives them (a checkpoint the thread lacks is left out): what a
-        prune compares between a file and its archive, a page at a time. A backend that can
-        read them together overrides it."""
-        ref = self.ref(config)
-        return {
-            checkpoint_id: self.get_writes(ref.at(checkpoint_id).to_config())
-            for checkpoint_id in checkpoint_ids
-            if self.list_metadata(ref.at(checkpoint_id).to_config())
-        }
 
     def count_checkpoints(self, config: RunnableConfig, *, below: str | None = None) -> int:
         """How many checkpoints the config's thread has (with ids below `below`, if given)."""

@@ -342,7 +342,9 @@ class BlobStore:
         """Every blob the given ones need: append bases and record parts, transitively.
 
         A blob only ever points at older blobs (smaller keys), so a walk that only needs to
-        know about blobs from `floor` up stops below it.
+        know about blobs from `floor` up stops below it. Records are read in their stored
+        form (their references are at their top level): the walk rebuilds nothing, and an
+        application's class changed since a value was stored cannot stop it (a prune).
 
         Raises:
             CorruptValueError: a blob points at itself or a newer blob (a forged or damaged
@@ -357,7 +359,7 @@ class BlobStore:
             for blob_key, base_key, is_record, data in self.rows.many(level):
                 links = [] if base_key is None else [base_key]
                 if is_record:
-                    links += entry_refs(self.serde.loads(data))
+                    links += entry_refs(serde.VERBATIM.loads(data))
                 _older(blob_key, links)  # so that the walk ends, even in a forged file
                 found.update(links)
             todo = {key for key in found if key >= floor} - seen

@@ -10,7 +10,7 @@ from __future__ import annotations
 import builtins
 import copy
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -34,7 +34,7 @@ from ttcli.savers.rules import (
     metadata_matches,
     validate_filter,
 )
-from ttcli.savers.serde import Serializer
+from ttcli.savers.serde import VERBATIM, Serializer
 
 _Key = tuple[str, str]  # (thread_id, checkpoint_ns)
 
@@ -90,13 +90,19 @@ class InMemorySaver(BaseSaver):
         return self._batch_owner == threading.get_ident()
 
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        return self._get(config, self.serde)
+
+    def stored_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        return self._get(config, VERBATIM)
+
+    def _get(self, config: RunnableConfig, serde: Serializer) -> CheckpointTuple | None:
         ref = self.ref(config)
         with self._lock:
             stored = self._threads.get((ref.thread_id, ref.checkpoint_ns), {})
             checkpoint_id = ref.checkpoint_id or max(stored, default=None)
             if checkpoint_id is None or checkpoint_id not in stored:
                 return None
-            return self._tuple(ref, checkpoint_id, stored[checkpoint_id])
+            return self._tuple(ref, checkpoint_id, stored[checkpoint_id], serde)
 
     def list(
         self,
@@ -121,7 +127,7 @@ class InMemorySaver(BaseSaver):
             ]
             rows.sort(key=lambda row: row[0], reverse=True)
             found = [
-                self._tuple(CheckpointRef(key[0], key[1]), checkpoint_id, stored)
+                self._tuple(CheckpointRef(key[0], key[1]), checkpoint_id, stored, self.serde)
                 for checkpoint_id, key, stored in rows[:limit]
             ]
         yield from found
@@ -184,13 +190,15 @@ class InMemorySaver(BaseSaver):
             stored = self._threads.get((ref.thread_id, ref.checkpoint_ns), {}).get(
                 ref.checkpoint_id or ""
             )
-            if stored is None:
-                return []
-            ordered = sorted(stored.writes.items(), key=lambda item: (item[1][0], *item[0]))
-            return [
-                (task_id, path, channel, self.serde.loads(value))
-                for (task_id, _idx), (path, channel, value) in ordered
-            ]
+            return [] if stored is None else _writes(stored, self.serde)
+
+    def stored_pending_writes(
+        self, config: RunnableConfig, checkpoint_ids: Iterable[str]
+    ) -> dict[str, builtins.list[TaskWrite]]:
+        ref = self.ref(config)
+        with self._lock:
+            thread = self._threads.get((ref.thread_id, ref.checkpoint_ns), {})
+            return {i: _writes(thread[i], VERBATIM) for i in checkpoint_ids if i in thread}
 
     def delete_thread(self, thread_id: str) -> None:
         with self._lock:
@@ -234,20 +242,28 @@ class InMemorySaver(BaseSaver):
         if not thread:
             self._threads.pop(key, None)
 
-    def _tuple(self, ref: CheckpointRef, checkpoint_id: str, stored: _Stored) -> CheckpointTuple:
-        # sorted by (task_path, task_id, idx): the order the runtime applies writes in
-        ordered = sorted(stored.writes.items(), key=lambda item: (item[1][0], *item[0]))
+    def _tuple(
+        self, ref: CheckpointRef, checkpoint_id: str, stored: _Stored, serde: Serializer
+    ) -> CheckpointTuple:
         writes: list[PendingWrite] = [
-            (task_id, channel, self.serde.loads(value))
-            for (task_id, _idx), (_path, channel, value) in ordered
+            (task_id, channel, value) for task_id, _path, channel, value in _writes(stored, serde)
         ]
         return CheckpointTuple(
             config=ref.at(checkpoint_id).to_config(),
-            checkpoint=self.serde.loads(stored.checkpoint),
-            metadata=self.serde.loads(stored.metadata),
+            checkpoint=serde.loads(stored.checkpoint),
+            metadata=serde.loads(stored.metadata),
             parent_config=ref.at(stored.parent_id).to_config() if stored.parent_id else None,
             pending_writes=writes,
         )
+
+
+def _writes(stored: _Stored, serde: Serializer) -> list[TaskWrite]:
+    # sorted by (task_path, task_id, idx): the order the runtime applies writes in
+    ordered = sorted(stored.writes.items(), key=lambda item: (item[1][0], *item[0]))
+    return [
+        (task_id, path, channel, serde.loads(value))
+        for (task_id, _idx), (path, channel, value) in ordered
+    ]
 
 
 def _restore(writes: dict[Any, Any], key: Any, before: Any) -> Callable[[], None]:

@@ -48,9 +48,10 @@ class PageCheck:
             if checkpoint_id == last and not self._settled(checkpoint_id):
                 carried = checkpoint_id
                 continue
-            page = self.page
-            theirs = self.c.source.pending.merged(page.sconn, page.source_key, checkpoint_id)
-            ours = self.c.target.pending.merged(page.tconn, page.target_key, checkpoint_id)
+            # as stored, as the copy wrote them: the application's classes rebuild nothing
+            page, source, target = self.page, self.c.source.deletion, self.c.target.deletion
+            theirs = source.stored_pending.merged(page.sconn, page.source_key, checkpoint_id)
+            ours = target.stored_pending.merged(page.tconn, page.target_key, checkpoint_id)
             if self._writes(translated_pending(self.c, theirs)) != self._writes(ours):
                 self._fail(checkpoint_id)
         self._check_blobs()

@@ -14,7 +14,7 @@ from typing import Any
 
 from ttcli.configs import CheckpointRef
 from ttcli.savers import serde
-from ttcli.savers.blobs import entry_refs
+from ttcli.savers.blobs import BlobStore, entry_refs
 from ttcli.savers.records import (
     VerbatimNames,
     decode_pending,
@@ -48,11 +48,14 @@ class Deletion(OnParts):
         self.copied = CopyMemory()
         # the rows a deletion rewrites (a child whose parent goes, a parent's pending writes)
         # are read and written in their stored form: what the application's classes would
-        # rebuild differently, or not at all, is written back as it was
+        # rebuild differently, or not at all, is written back as it was; and what an archive
+        # is compared by is read so (`SqlSaver.stored_tuple`)
         self.stored_names = VerbatimNames(self.names)
         self.stored_pending = PendingWrites(self.connection, self.stored_names)
+        self.stored_blobs = BlobStore(self.blobs.rows, serde.VERBATIM)
+        self.connection.on_rollback.append(self.stored_blobs.forget)
         self.stored_states = States(
-            self.connection, self.stored_names, self.blobs, self.stored_pending
+            self.connection, self.stored_names, self.stored_blobs, self.stored_pending
         )
 
     def delete_checkpoints(self, ref: CheckpointRef, wanted: set[bytes], collect: bool) -> None:

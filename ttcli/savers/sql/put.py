@@ -21,6 +21,7 @@ from ttcli.savers.base import (
 from ttcli.savers.blob_writer import BlobWriter, StoredMaps, inline_as_is
 from ttcli.savers.records import (
     State,
+    VerbatimNames,
     decode_pending,
     encode_pending,
     metadata_columns,
@@ -32,12 +33,20 @@ from ttcli.savers.sql import statements as sql
 from ttcli.savers.sql.db import Db, scalar
 from ttcli.savers.sql.ids import id_bytes, micros, require_id
 from ttcli.savers.sql.parts import OnParts
-from ttcli.savers.sql.pending import Held, Pending
+from ttcli.savers.sql.pending import Held, Pending, PendingWrites
 from ttcli.uuid6 import id_micros
 
 
 class Writer(OnParts):
     """put and put_writes, on the saver's parts."""
+
+    def __init__(self, *parts: Any) -> None:
+        super().__init__(*parts)
+        # another checkpoint's pending writes that a row moves are moved in their stored
+        # form: rebuilt through the application's classes, a value of a class changed since
+        # was written back changed (a field added), or stopped an archive copying a late row
+        # among older ones (a required field added)
+        self.stored_pending = PendingWrites(self.connection, VerbatimNames(self.names))
 
     def put(
         self,
@@ -144,7 +153,7 @@ class Writer(OnParts):
             sql.BRANCH, {"thread_key": thread_key, "parent_id": previous, "checkpoint_id": child}
         )
         if moved is not None:
-            self.pending.give_back(conn, thread_key, previous, child)
+            self.stored_pending.give_back(conn, thread_key, previous, child)
 
     def _parent(
         self,

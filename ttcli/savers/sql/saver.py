@@ -102,9 +102,15 @@ class SqlSaver(BaseSaver):
         return RowCopy(self, target, self.ref(config)).copy_below(require_id(below))
 
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        return self._tuple(config, self.states)
+
+    def stored_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        return self._tuple(config, self.deletion.stored_states)
+
+    def _tuple(self, config: RunnableConfig, states: States) -> CheckpointTuple | None:
         with self.connection.read() as conn:
             row = self.rows.row(conn, self.ref(config))
-            return self.states.tuple(conn, row) if row else None
+            return states.tuple(conn, row) if row else None
 
     def list(
         self,
@@ -213,10 +219,11 @@ class SqlSaver(BaseSaver):
         with self.connection.read() as conn:
             return self.rows.ids(conn, self.ref(config), upper, lower, limit)
 
-    def pending_writes(
+    def stored_pending_writes(
         self, config: RunnableConfig, checkpoint_ids: Iterable[str]
     ) -> dict[str, builtins.list[TaskWrite]]:
         ref = self.ref(config)
+        pending, blobs = self.deletion.stored_pending, self.deletion.stored_blobs
         wanted = {key: i for i in checkpoint_ids if (key := id_bytes(i)) is not None}
         with self.connection.read() as conn:  # one transaction for all
             thread_key = self.rows.thread_key(conn, ref)
@@ -224,9 +231,9 @@ class SqlSaver(BaseSaver):
                 return {}
             return {
                 wanted[key]: [
-                    (task_id, path, channel, self.blobs.load_value(entry))
+                    (task_id, path, channel, blobs.load_value(entry))
                     for task_id, path, channel, entry in in_order(
-                        self.pending.merged(conn, thread_key, key)
+                        pending.merged(conn, thread_key, key)
                     )
                 ]
                 for key in self.rows.present(conn, thread_key, set(wanted))
