@@ -1,8 +1,7 @@
 """Running a superstep's tasks: in the run's thread, or on worker threads.
 
 Parallel tasks run on worker threads, which a run keeps from one superstep to the next
-(`Workers`): starting threads anew every superstep cost more than a small task; the run's
-thread runs the first of them itself. When the
+(`Workers`): starting threads anew every superstep cost more than a small task. When the
 caller streams what nodes write as they run (`custom`, `messages`), every task runs on a
 worker and the run's thread passes their chunks on as they arrive, so a chunk is seen while
 its node is still running.
@@ -37,9 +36,8 @@ _DONE = "__done__"
 
 
 class Workers:
-    """The worker threads of one run, as many as its widest superstep had tasks but the one
-    the run's thread runs (every task of a step runs at once: a task may wait for a
-    sibling)."""
+    """The worker threads of one run, as many as its widest superstep had tasks (every
+    task of a step runs at once, as before: a task may wait for a sibling)."""
 
     def __init__(self) -> None:
         self._pool: ThreadPoolExecutor | None = None
@@ -70,17 +68,12 @@ def execute(
     if chunks is None and len(tasks) <= 1:
         yield from (Finished(task, call(task)) for task in tasks)
         return
+    pool = workers.pool(max(len(tasks), 1))
     if chunks is None:
-        # the run's thread takes the first task itself once the others are on their way:
-        # it would only wait for them otherwise, and a task it runs costs no hand-off
-        first, *others = tasks
-        pool = workers.pool(len(others))
-        futures = {pool.submit(call, task): task for task in others}
-        yield Finished(first, call(first))
+        futures = {pool.submit(call, task): task for task in tasks}
         for future in as_completed(futures):
             yield Finished(futures[future], future.result())
         return
-    pool = workers.pool(len(tasks))
     for task in tasks:
         pool.submit(_report, call, task, chunks)
     left = len(tasks)
