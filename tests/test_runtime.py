@@ -159,6 +159,35 @@ def test_parallel_nodes_run_at_the_same_time() -> None:
     assert [m.content for m in result["messages"]] == ["b", "c"]
 
 
+@pytest.mark.parametrize(
+    "slow_name, fast_name", [("a", "b"), ("b", "a")], ids=["slow first", "fast first"]
+)
+def test_a_parallel_task_s_update_streams_while_its_sibling_still_runs(
+    slow_name: str, fast_name: str
+) -> None:
+    # the slow task waits until the caller has seen the fast one's update: that only
+    # happens if an update is passed on as its task finishes, not held until the step ends
+    seen_fast = threading.Event()
+    released: list[bool] = []
+
+    def slow(state: Any) -> dict[str, Any]:
+        released.append(seen_fast.wait(timeout=10))
+        return {"messages": [("ai", "slow")]}
+
+    builder = StateGraph(MessagesState)
+    builder.add_node(slow_name, slow)
+    builder.add_node(fast_name, lambda state: {"messages": [("ai", "fast")]})
+    builder.add_edge(START, slow_name)
+    builder.add_edge(START, fast_name)
+    order = []
+    for update in builder.compile().stream({"messages": []}, stream_mode="updates"):
+        order += list(update)
+        if fast_name in update:
+            seen_fast.set()
+    assert order == [fast_name, slow_name]
+    assert released == [True]
+
+
 @dataclass
 class DataState:
     count: int

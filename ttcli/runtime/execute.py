@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import queue
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, NamedTuple
 
 from ttcli.runtime.algo import Task
@@ -68,17 +68,14 @@ def execute(
     if chunks is None and len(tasks) <= 1:
         yield from (Finished(task, call(task)) for task in tasks)
         return
-    pool = workers.pool(max(len(tasks), 1))
-    if chunks is None:
-        futures = {pool.submit(call, task): task for task in tasks}
-        for future in as_completed(futures):
-            yield Finished(futures[future], future.result())
-        return
+    pool = workers.pool(len(tasks))
+    # each task reports on one queue as it finishes (lighter than futures and their waiters)
+    events = queue.SimpleQueue() if chunks is None else chunks
     for task in tasks:
-        pool.submit(_report, call, task, chunks)
+        pool.submit(_report, call, task, events)
     left = len(tasks)
     while left:
-        mode, payload = chunks.get()
+        mode, payload = events.get()
         if mode == _DONE:
             left -= 1
             yield payload
