@@ -287,6 +287,29 @@ def test_prune_plans_then_deletes_and_archives(db: Target, tmp_path: Path) -> No
     assert [t["thread_id"] for t in data(ttcli(db, "threads", "--json"))] == ["b", "order:123"]
 
 
+@pytest.mark.parametrize(
+    "archive",
+    ["", ":memory:", "file::memory:", "file:x?mode=memory", "FILE:archive.db"],
+    ids=["empty", "memory", "memory uri", "memory mode uri", "file uri"],
+)
+def test_an_archive_that_names_no_lasting_file_is_refused(db: Target, archive: str) -> None:
+    """An unset variable, `:memory:` or a SQLite URI (SQLite opens one as a URI whatever ttcli
+    asks: an in-memory database, or a file ttcli cannot tell apart from the one pruned) would
+    take the archived rows with it when ttcli exits: refused, nothing deleted."""
+    ttcli(db, "run", ORDER_AGENT, "-t", "a", "--input", json.dumps(ORDER))
+    before = dump(db)
+    for sure in ([], ["--yes"]):  # the plan too: it would not run as planned
+        refused = ttcli(
+            db, "prune", "--older-than", "0s", "--keep-last", "1", "--archive", archive, *sure
+        )
+        assert (refused.exit_code, refused.stdout) == (2, "")
+        assert refused.stderr == (
+            f"Error: --archive {archive!r} names no lasting database (empty, :memory: or a "
+            "file: URI): give a file path or a postgresql:// DSN\n"
+        )
+        assert dump(db) == before
+
+
 def test_a_busy_database_exits_5(db: Target) -> None:
     with write_lock_held(db, "order:123"):
         result = ttcli(db, "fork", "latest", "-t", "order:123", "--busy-timeout", "0.05")

@@ -23,7 +23,7 @@ from ttcli.ops.prune import (
     plan_prune,
     require_thread,
 )
-from ttcli.savers.locate import is_dsn, open_saver
+from ttcli.savers.locate import is_dsn, names_lasting_file, open_saver
 from ttcli.savers.sql.saver import SqlSaver
 from ttcli.savers.sqlite.saver import same_file
 
@@ -51,7 +51,7 @@ from ttcli.savers.sqlite.saver import same_file
     "--archive",
     metavar="PATH",
     help="First copy what goes into the ttcli database at PATH (a file, or a "
-    "postgresql:// DSN), and check it.",
+    "postgresql:// DSN; not :memory: nor a file: URI), and check it.",
 )
 @click.option("--yes", is_flag=True, help="Delete. Without it, print the plan and change nothing.")
 @click.option(
@@ -76,6 +76,11 @@ def prune(
     """
     if older_than is None and idle is None:
         raise click.UsageError("say what to delete: --older-than DUR and/or --idle DUR")
+    if archive is not None and not is_dsn(archive) and not names_lasting_file(archive):
+        raise InputError(
+            f"--archive {archive!r} names no lasting database (empty, :memory: or a file: "
+            "URI): give a file path or a postgresql:// DSN"
+        )
     now = datetime.now(UTC)
     policy = PrunePolicy(
         older_than=moment_before(older_than, now) if older_than else None,

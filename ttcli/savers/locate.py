@@ -22,6 +22,14 @@ def is_dsn(target: str | Path) -> bool:
     )
 
 
+def names_lasting_file(target: str | Path) -> bool:
+    """Whether a SQLite target names a file that outlives the process: not an empty name,
+    `:memory:`, nor a `file:` URI (SQLite opens one as a URI whatever it is asked, so it may
+    be a database in memory, or a file no path comparison can tell apart from another)."""
+    name = str(target)
+    return name not in ("", ":memory:") and name[:5].lower() != "file:"
+
+
 def open_saver(
     target: str | Path, *, busy_timeout: float = DEFAULT_BUSY_TIMEOUT, readonly: bool = False
 ) -> SqlSaver:
