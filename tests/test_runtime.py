@@ -6,7 +6,7 @@ import threading
 from contextlib import closing
 from dataclasses import dataclass, field
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, TypedDict
 
 import pytest
 
@@ -14,9 +14,15 @@ import ttcli
 from tests import graphs
 from tests.conftest import NewDb
 from ttcli import END, START, InMemorySaver, MessagesState, StateGraph
-from ttcli.errors import CheckpointNotFoundError, ConfigError, InvalidUpdateError
+from ttcli.errors import (
+    CheckpointNotFoundError,
+    ConfigError,
+    InvalidUpdateError,
+    SerializationError,
+)
 from ttcli.savers.base import BaseSaver
 from ttcli.savers.locate import open_saver
+from ttcli.uuid6 import new_id
 
 API = SimpleNamespace(StateGraph=StateGraph, START=START, END=END)
 
@@ -282,6 +288,75 @@ def test_a_superstep_whose_tasks_all_finished_before_is_not_run_again(saver: Bas
     assert calls == []
 
 
+class Table(TypedDict):
+    table: dict[str, Any]
+    step: int
+
+
+def test_hooks_on_put_and_put_writes_see_every_save_and_what_they_change_is_stored(
+    saver: BaseSaver,
+) -> None:
+    """A saver's put and put_writes replaced by hooks (auditing, redacting in place) are
+    called for every checkpoint and every task's writes of a run, and a value a hook
+    changes in place is stored changed: no save goes around them."""
+    put, put_writes = saver.put, saver.put_writes
+    puts: list[int] = []
+    writes: list[str] = []
+
+    def audited_put(config: Any, checkpoint: Any, metadata: Any, versions: Any) -> Any:
+        puts.append(metadata["step"])
+        table = checkpoint["channel_values"].get("table")
+        if table is not None:
+            table["audited"] = metadata["step"]  # in place, after the task wrote it
+        return put(config, checkpoint, metadata, versions)
+
+    def audited_writes(config: Any, values: Any, task_id: str, task_path: str = "") -> None:
+        writes.append(task_id)
+        put_writes(config, values, task_id, task_path)
+
+    saver.put, saver.put_writes = audited_put, audited_writes  # type: ignore[method-assign]
+
+    def step(state: Table) -> dict[str, Any]:
+        table = dict(state["table"])
+        table[f"key{state['step']}"] = {"n": state["step"]}
+        return {"table": table, "step": state["step"] + 1}
+
+    builder = StateGraph(Table)
+    builder.add_node("step", step)
+    builder.add_edge(START, "step")
+    builder.add_conditional_edges("step", lambda s: "step" if s["step"] < 4 else END)
+    app = builder.compile(checkpointer=saver)
+    start = {f"key{i}": {"n": i, "text": "x" * 30} for i in range(40)}
+    app.invoke({"table": start, "step": 0}, cfg())
+    history = list(app.get_state_history(cfg()))
+    assert sorted(puts) == sorted(s.metadata["step"] for s in history)
+    assert len(writes) == len(history) - 1  # every step's task (START's too)
+    for snapshot in history:
+        if snapshot.metadata["source"] == "loop":
+            assert snapshot.values["table"]["audited"] == snapshot.metadata["step"]
+
+
+def test_a_step_whose_checkpoint_cannot_be_stored_stores_none_of_its_writes(
+    saver: BaseSaver,
+) -> None:
+    """`put_step` saves a superstep whole or not at all."""
+    root = {"v": 1, "id": new_id(-1), "ts": "2026-12-01T00:00:00+00:00",
+            "channel_values": {}, "channel_versions": {}, "versions_seen": {},
+            "updated_channels": None}  # fmt: skip
+    stored = saver.put(cfg(), root, {"source": "input", "step": -1}, {})  # type: ignore[arg-type]
+    child = {**root, "id": new_id(0, after=root["id"]), "channel_values": {"n": 2**70},
+             "channel_versions": {"n": 1}}  # fmt: skip
+    with pytest.raises(SerializationError):
+        saver.put_step(
+            stored,
+            [("task", "", [("n", {"big": "x" * 100})])],
+            (child, {"source": "loop", "step": 0}, {"n": 1}),  # type: ignore[arg-type]
+        )
+    kept = saver.get_tuple(stored)
+    assert kept is not None and kept.pending_writes == []
+    assert [s.checkpoint["id"] for s in saver.list(cfg())] == [root["id"]]
+
+
 def test_a_task_whose_checkpoint_cannot_be_stored_keeps_its_writes(
     new_db: NewDb, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -290,19 +365,17 @@ def test_a_task_whose_checkpoint_cannot_be_stored_keeps_its_writes(
     calls: list[str] = []
     with closing(open_saver(new_db("ttcli.db"))) as saver:
         app = graphs.linear(API, calls).compile(checkpointer=saver)
-        put_step = saver.put_step
+        put = saver.put
         stored = 0
 
-        def failing_put_step(config: Any, writes: Any, checkpoint: Any) -> None:
-            # the save of a superstep: its tasks' writes and the checkpoint they lead to
+        def failing_put(*args: Any, **kwargs: Any) -> Any:
             nonlocal stored
-            if checkpoint is not None:
-                stored += 1
-                if stored == 3:  # the checkpoint after node a
-                    raise StorageError("disk full")
-            put_step(config, writes, checkpoint)
+            stored += 1
+            if stored == 3:  # the checkpoint after node a
+                raise StorageError("disk full")
+            return put(*args, **kwargs)
 
-        monkeypatch.setattr(saver, "put_step", failing_put_step)
+        monkeypatch.setattr(saver, "put", failing_put)
         with pytest.raises(StorageError, match="disk full"):
             app.invoke({"x": 1, "log": []}, {"configurable": {"thread_id": "t"}})
         monkeypatch.undo()

@@ -76,7 +76,7 @@ class Recorder:
         if self.at_exit:  # held until the run ends
             self.held += [(at, task_writes) for task_writes in writes]
             return
-        self._save(self.saver, partial(self.saver.put_step, at.to_config(), writes, None))
+        self._save(partial(self.saver.put_step, at.to_config(), writes, None))
 
     def put(
         self,
@@ -97,7 +97,7 @@ class Recorder:
         if self.committer is not None:  # the run goes on changing the versions of its own
             checkpoint = bookkeeping_copy(checkpoint)
         stored = (checkpoint, metadata, changed)
-        self._save(self.saver, partial(self.saver.put_step, parent.to_config(), deferred, stored))
+        self._save(partial(self.saver.put_step, parent.to_config(), deferred, stored))
         self.stored_versions = dict(checkpoint["channel_versions"])
 
     def finish(self, *, keep: bool = True) -> None:
@@ -120,11 +120,10 @@ class Recorder:
         if self.committer is not None and self.committer is not self.inherited:
             self.committer.close()
 
-    def _save(self, saver: BaseSaver, save: Callable[[], None]) -> None:
-        """Run `save` in a transaction of its own now, or hand it to the committer (which
+    def _save(self, save: Callable[[], None]) -> None:
+        """Run `save` (a `put_step`, one transaction) now, or hand it to the committer (which
         runs it in the transaction of its group)."""
         if self.committer is not None:
             self.committer.hand_off(save)
             return
-        with saver.batch():
-            save()
+        save()

@@ -188,16 +188,18 @@ class BaseSaver(ABC):
         checkpoint: tuple[Checkpoint, Mapping[str, Any], Mapping[str, int]] | None,
     ) -> None:
         """Store tasks' writes against the checkpoint `config` names, then the checkpoint
-        they lead to, if any (`put`'s other arguments), as a superstep's one save.
+        they lead to, if any (`put`'s other arguments): a superstep's save, all of it or
+        nothing (in one `batch()`).
 
         No value changes during the call, so a saver may store a value that a task wrote
         and the new checkpoint holds once (the SQL savers encode a map written and then
-        kept in its channel once, not twice).
+        kept in its channel once, not twice, unless `put` or `put_writes` is overridden).
         """
-        for task_id, task_path, values in writes:
-            self.put_writes(config, values, task_id, task_path)
-        if checkpoint is not None:
-            self.put(config, *checkpoint)
+        with self.batch():
+            for task_id, task_path, values in writes:
+                self.put_writes(config, values, task_id, task_path)
+            if checkpoint is not None:
+                self.put(config, *checkpoint)
 
     @abstractmethod
     def get_writes(self, config: RunnableConfig) -> builtins.list[TaskWrite]:
