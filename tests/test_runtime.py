@@ -20,7 +20,7 @@ from ttcli.errors import (
     InvalidUpdateError,
     SerializationError,
 )
-from ttcli.savers.base import BaseSaver
+from ttcli.savers.base import BaseSaver, Checkpoint
 from ttcli.savers.locate import open_saver
 from ttcli.uuid6 import new_id
 
@@ -294,7 +294,7 @@ class Table(TypedDict):
 
 
 def test_hooks_on_put_and_put_writes_see_every_save_and_what_they_change_is_stored(
-    saver: BaseSaver,
+    saver: BaseSaver, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A saver's put and put_writes replaced by hooks (auditing, redacting in place) are
     called for every checkpoint and every task's writes of a run, and a value a hook
@@ -314,7 +314,8 @@ def test_hooks_on_put_and_put_writes_see_every_save_and_what_they_change_is_stor
         writes.append(task_id)
         put_writes(config, values, task_id, task_path)
 
-    saver.put, saver.put_writes = audited_put, audited_writes  # type: ignore[method-assign]
+    monkeypatch.setattr(saver, "put", audited_put)
+    monkeypatch.setattr(saver, "put_writes", audited_writes)
 
     def step(state: Table) -> dict[str, Any]:
         table = dict(state["table"])
@@ -328,29 +329,29 @@ def test_hooks_on_put_and_put_writes_see_every_save_and_what_they_change_is_stor
     app = builder.compile(checkpointer=saver)
     start = {f"key{i}": {"n": i, "text": "x" * 30} for i in range(40)}
     app.invoke({"table": start, "step": 0}, cfg())
-    history = list(app.get_state_history(cfg()))
-    assert sorted(puts) == sorted(s.metadata["step"] for s in history)
-    assert len(writes) == len(history) - 1  # every step's task (START's too)
-    for snapshot in history:
-        if snapshot.metadata["source"] == "loop":
-            assert snapshot.values["table"]["audited"] == snapshot.metadata["step"]
+    stored = [(s.metadata or {}, s.values) for s in app.get_state_history(cfg())]
+    assert sorted(puts) == sorted(metadata["step"] for metadata, _ in stored)
+    assert len(writes) == len(stored) - 1  # every step's task (START's too)
+    for metadata, values in stored:
+        if metadata["source"] == "loop":
+            assert values["table"]["audited"] == metadata["step"]
 
 
 def test_a_step_whose_checkpoint_cannot_be_stored_stores_none_of_its_writes(
     saver: BaseSaver,
 ) -> None:
     """`put_step` saves a superstep whole or not at all."""
-    root = {"v": 1, "id": new_id(-1), "ts": "2026-12-01T00:00:00+00:00",
-            "channel_values": {}, "channel_versions": {}, "versions_seen": {},
-            "updated_channels": None}  # fmt: skip
-    stored = saver.put(cfg(), root, {"source": "input", "step": -1}, {})  # type: ignore[arg-type]
-    child = {**root, "id": new_id(0, after=root["id"]), "channel_values": {"n": 2**70},
-             "channel_versions": {"n": 1}}  # fmt: skip
+    root = Checkpoint(v=1, id=new_id(-1), ts="2026-12-01T00:00:00+00:00", channel_values={},
+                      channel_versions={}, versions_seen={}, updated_channels=None)  # fmt: skip
+    stored = saver.put(cfg(), root, {"source": "input", "step": -1}, {})
+    child = Checkpoint(v=1, id=new_id(0, after=root["id"]), ts=root["ts"],
+                       channel_values={"n": 2**70}, channel_versions={"n": 1},
+                       versions_seen={}, updated_channels=["n"])  # fmt: skip
     with pytest.raises(SerializationError):
         saver.put_step(
             stored,
             [("task", "", [("n", {"big": "x" * 100})])],
-            (child, {"source": "loop", "step": 0}, {"n": 1}),  # type: ignore[arg-type]
+            (child, {"source": "loop", "step": 0}, {"n": 1}),
         )
     kept = saver.get_tuple(stored)
     assert kept is not None and kept.pending_writes == []
