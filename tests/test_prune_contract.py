@@ -23,7 +23,7 @@ from tests.conftest import NewDb
 from tests.pg import new_dsn
 from tests.test_archive import everything
 from tests.test_prune import boundary, cfg
-from tests.test_saver_contract import config, put_one
+from tests.test_saver_contract import config, put_chain, put_one
 from tests.workers import INPUT, loop_graph
 from ttcli import END, START, Command, StateGraph, interrupt
 from ttcli.errors import DatabaseBusyError
@@ -368,3 +368,41 @@ def test_archiving_page_by_page_stores_each_value_once(
             sizes.append(archive.thread_bytes(cfg("t")) or 0)
     # a page's first row is stored whole (its parent went with the page before): a little more
     assert 0 < sizes[1] <= sizes[0] * 1.1, sizes
+
+
+# -- idle threads go whole ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("where", ["", "sub:1"], ids=["its namespace", "another namespace"])
+def test_an_idle_thread_that_goes_on_after_the_plan_loses_nothing(
+    saver: BaseSaver, where: str
+) -> None:
+    """`--idle` deletes whole threads whose newest checkpoint is older than the bound: one
+    that gets a checkpoint after the plan (a paused thread answered, in any namespace) is
+    idle no more when its rows are deleted, and keeps them all."""
+    latest = put_chain(saver, "t", steps=4)[-1]
+    plans = plan_prune(saver, PrunePolicy(idle_since=boundary()))
+    assert [(p.thread_id, p.checkpoint_ns, p.count) for p in plans] == [("t", "", 4)]
+    if where:
+        put_chain(saver, "t", steps=1, ns=where)
+    else:
+        put_one(saver, latest, 3)
+    report = execute_prune(saver, plans)
+    assert (report.checkpoints, report.left) == (0, 4)
+    assert len(saver.checkpoint_ids(config("t"))) == (4 if where else 5)
+
+
+def test_an_idle_thread_is_judged_by_its_newest_checkpoint_in_any_namespace(
+    saver: BaseSaver,
+) -> None:
+    """A subgraph's namespace that finished long ago goes with its thread, not before: a
+    thread whose root is still active keeps every namespace."""
+    put_chain(saver, "t", steps=3, ns="sub:1")
+    put_chain(saver, "old", steps=2, ns="sub:1")
+    put_chain(saver, "old", steps=2)
+    since = boundary()
+    put_chain(saver, "t", steps=3)  # the root goes on after the subgraph ended
+    plans = plan_prune(saver, PrunePolicy(idle_since=since))
+    assert sorted((p.thread_id, p.checkpoint_ns) for p in plans) == [("old", ""), ("old", "sub:1")]
+    assert execute_prune(saver, plans).checkpoints == 4
+    assert len(saver.checkpoint_ids(config("t", ns="sub:1"))) == 3

@@ -40,10 +40,12 @@ from ttcli.savers.sqlite.saver import same_file
     default=1,
     show_default=True,
     metavar="N",
-    help="...but keep each thread's newest N, so it stays resumable.",
+    help="...but keep each thread's newest N, so it stays resumable (--idle keeps none).",
 )
 @click.option(
-    "--idle", metavar="DUR", help="Delete whole threads whose newest checkpoint is older than DUR."
+    "--idle",
+    metavar="DUR",
+    help="Delete whole threads whose newest checkpoint, in every namespace, is older than DUR.",
 )
 @click.option("--thread", metavar="ID", help="Only this thread.")
 @click.option("--prefix", default="", metavar="P", help="Only threads whose id starts with P.")

@@ -78,6 +78,9 @@ class ThreadPlan:
     total: int
     #: ...except the thread's newest this many, counted again as the prune deletes
     keep_last: int = 0
+    #: with `--idle`: the whole thread goes, while it stays idle since this moment in every
+    #: namespace (checked again as its rows are deleted: one that went on keeps them)
+    idle_since: datetime | None = None
 
 
 @dataclass
@@ -88,7 +91,8 @@ class PruneReport:
     checkpoints: int = 0
     archived: int = 0
     plans: list[ThreadPlan] = field(default_factory=list)
-    #: selected rows not deleted: they changed while being archived and did not compare
+    #: selected rows not deleted: they changed while being archived and did not compare, or
+    #: their thread, selected as idle, went on meanwhile
     left: int = 0
 
 
@@ -100,13 +104,17 @@ def plan_prune(saver: BaseSaver, policy: PrunePolicy) -> list[ThreadPlan]:
     if policy.older_than is None and policy.idle_since is None:
         return []
     plans = []
-    for summary in _threads(saver, policy):
+    summaries = _threads(saver, policy)
+    namespaces: dict[str, list[ThreadSummary]] = {}
+    for summary in summaries:
+        namespaces.setdefault(summary.thread_id, []).append(summary)
+    for summary in summaries:
         config = CheckpointRef(summary.thread_id, summary.checkpoint_ns).to_config()
-        bound = _bound(saver, summary, policy)
+        bound = _bound(saver, summary, namespaces[summary.thread_id], policy)
         count = 0 if bound is None else saver.count_checkpoints(config, below=bound[0])
         if bound is not None and count:
             thread, ns, total = summary.thread_id, summary.checkpoint_ns, summary.checkpoints
-            plans.append(ThreadPlan(thread, ns, bound[0], count, total, bound[1]))
+            plans.append(ThreadPlan(thread, ns, bound[0], count, total, bound[1], bound[2]))
     return plans
 
 
@@ -127,17 +135,22 @@ def require_thread(saver: BaseSaver, thread_id: str) -> None:
         raise ThreadNotFoundError(thread_id)
 
 
-def _bound(saver: BaseSaver, summary: ThreadSummary, policy: PrunePolicy) -> tuple[str, int] | None:
-    """The id below which the policy selects the thread's checkpoints, and how many of the
-    newest it keeps whatever their id (None: nothing).
+def _bound(
+    saver: BaseSaver,
+    summary: ThreadSummary,
+    namespaces: list[ThreadSummary],
+    policy: PrunePolicy,
+) -> tuple[str, int, datetime | None] | None:
+    """The id below which the policy selects the thread's checkpoints, how many of the
+    newest it keeps whatever their id, and the moment the thread must stay idle since if it
+    goes whole (None: nothing).
 
     Ids are time-ordered: "created before t" is "below the smallest id made at t". A bound
     in the past also leaves alone whatever a writer adds after the plan was made.
     """
-    if policy.idle_since is not None:
-        idle = lowest_id_at(policy.idle_since)
-        if summary.latest_id < idle and _idle(saver, summary, policy.idle_since):
-            return idle, 0
+    since = policy.idle_since
+    if since is not None and _idle(saver, summary.thread_id, namespaces, since):
+        return lowest_id_at(since), 0, since
     if policy.older_than is None:
         return None
     below = lowest_id_at(policy.older_than)
@@ -147,13 +160,26 @@ def _bound(saver: BaseSaver, summary: ThreadSummary, policy: PrunePolicy) -> tup
         if len(newest) < policy.keep_last:
             return None
         below = min(below, newest[-1])  # only narrows the count of the plan
-    return below, policy.keep_last
+    return below, policy.keep_last, None
 
 
-def _idle(saver: BaseSaver, summary: ThreadSummary, since: datetime) -> bool:
-    """Whether a thread whose checkpoints are all older than `since` was not copied since."""
-    info = saver.get_thread_info(summary.thread_id)
-    return last_activity(summary.latest_ts, info) < since.isoformat()
+def _idle(
+    saver: BaseSaver, thread_id: str, namespaces: list[ThreadSummary], since: datetime
+) -> bool:
+    """Whether a thread (`namespaces`: it in each of its namespaces) holds only checkpoints
+    older than `since` in every namespace, and was not copied since: an idle thread goes
+    whole, a subgraph's namespace never before its root."""
+    bound = lowest_id_at(since)
+    if not namespaces or any(t.latest_id >= bound for t in namespaces):
+        return False
+    latest_ts = max(t.latest_ts for t in namespaces)
+    return last_activity(latest_ts, saver.get_thread_info(thread_id)) < since.isoformat()
+
+
+def _idle_now(saver: BaseSaver, thread_id: str, since: datetime) -> bool:
+    """`_idle` of the thread as it is now, in every namespace it has now."""
+    namespaces = [t for t in saver.list_threads(thread_id) if t.thread_id == thread_id]
+    return _idle(saver, thread_id, namespaces, since)
 
 
 def execute_prune(
@@ -210,6 +236,11 @@ class _Run:
 
     def _doomed(self, ref: CheckpointRef, plan: ThreadPlan, page: list[str]) -> list[str]:
         """What of a page may go, decided in the transaction that deletes it."""
+        if plan.idle_since is not None and not _idle_now(
+            self.saver, ref.thread_id, plan.idle_since
+        ):
+            self.report.left += len(page)  # it went on since the plan: it stays
+            return []
         keep: set[str] = set()
         if plan.keep_last:  # counted here: no writer can add a newer row meanwhile
             keep.update(self.saver.checkpoint_ids(ref.to_config(), limit=plan.keep_last))
