@@ -6,7 +6,12 @@ from typing import Any
 
 import pytest
 
-from ttcli.errors import CheckpointNotFoundError, InvalidFilterError, SerializationError
+from ttcli.errors import (
+    CheckpointNotFoundError,
+    InvalidFilterError,
+    SerializationError,
+    StorageError,
+)
 from ttcli.savers.base import BaseSaver, Checkpoint
 from ttcli.uuid6 import new_id as checkpoint_id
 
@@ -456,3 +461,42 @@ def test_metadata_that_is_not_json_is_refused_and_nothing_stored(
         saver.put(config("t"), checkpoint, metadata, checkpoint["channel_versions"])
     assert saver.get_tuple(config("t")) is None
     assert listed(saver, None, filter={"score": 1}) == []
+
+
+def test_a_batch_in_which_a_write_failed_stores_nothing_even_if_it_caught_the_error(
+    saver: BaseSaver,
+) -> None:
+    (head,) = put_chain(saver, steps=1)
+    saver.set_thread_info("t", {"owner": "a"})
+    before = saver.get_tuple(config("t", head))
+    with pytest.raises(StorageError, match="in this batch failed: nothing of the batch"):
+        with saver.batch():
+            saver.put_writes(config("t", head), [("log", ["done"])], "task-1", "p")
+            saver.set_thread_info("t", {"owner": "b"})
+            try:
+                bad = make_checkpoint(1, n=object())
+                saver.put(config("t", head), bad, {"source": "loop", "step": 1}, {"n": 3})
+            except SerializationError:
+                pass  # caught: the batch goes on, but will store nothing
+            with pytest.raises(StorageError, match="an earlier write"):
+                saver.put_writes(config("t", head), [("log", ["more"])], "task-2", "p")
+    assert saver.get_tuple(config("t", head)) == before
+    assert saver.get_thread_info("t") == {"owner": "a"}
+    assert saver.child_ids(config("t", head)) == []
+    assert [t.checkpoints for t in saver.list_threads()] == [1]
+    saver.put_writes(config("t", head), [("log", ["after"])], "task-3", "p")  # usable
+    assert saver.get_writes(config("t", head)) == [("task-3", "p", "log", ["after"])]
+
+
+@pytest.mark.parametrize("delete", ["checkpoints", "thread"])
+def test_deletes_in_a_batch_that_fails_are_undone(saver: BaseSaver, delete: str) -> None:
+    ids = put_chain(saver, steps=3)
+    saver.set_thread_info("t", {"owner": "a"})
+    with pytest.raises(RuntimeError), saver.batch():
+        if delete == "thread":
+            saver.delete_thread("t")
+        else:
+            saver.delete_checkpoints(config("t"), ids[:2])
+        raise RuntimeError("the caller's block fails after the delete")
+    assert listed(saver, config("t")) == ids[::-1]
+    assert saver.get_thread_info("t") == {"owner": "a"}

@@ -533,31 +533,6 @@ def test_readers_never_share_the_messages_they_get(db_path: Path) -> None:
         assert type(second[1]).__name__ == "AIMessage"
 
 
-def test_a_batch_in_which_a_write_failed_stores_nothing_even_if_it_caught_the_error(
-    db_path: Path,
-) -> None:
-    from tests.test_saver_contract import make_checkpoint
-
-    with SqliteSaver.from_conn_string(db_path) as saver:
-        (head,) = put_chain(saver, steps=1)
-        before = saver.get_tuple(config("t", head))
-        with pytest.raises(StorageError, match="in this batch failed: nothing of the batch"):
-            with saver.batch():
-                saver.put_writes(config("t", head), [("log", ["done"])], "task-1", "p")
-                try:
-                    bad = make_checkpoint(1, n=object())
-                    saver.put(config("t", head), bad, {"source": "loop", "step": 1}, {"n": 3})
-                except SerializationError:
-                    pass  # caught: the batch goes on, but will store nothing
-                with pytest.raises(StorageError, match="an earlier write"):
-                    saver.put_writes(config("t", head), [("log", ["more"])], "task-2", "p")
-        assert saver.get_tuple(config("t", head)) == before
-        assert saver.child_ids(config("t", head)) == []
-        assert [t.checkpoints for t in saver.list_threads()] == [1]
-        saver.put_writes(config("t", head), [("log", ["after"])], "task-3", "p")  # usable
-        assert saver.get_writes(config("t", head)) == [("task-3", "p", "log", ["after"])]
-
-
 def test_a_full_disk_inside_a_batch_leaves_the_file_as_it_was(db_path: Path) -> None:
     from tests.test_saver_contract import make_checkpoint
 

@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from ttcli.configs import CheckpointRef, RunnableConfig, check_text
-from ttcli.errors import CheckpointNotFoundError
+from ttcli.errors import CheckpointNotFoundError, StorageError
 from ttcli.savers.base import (
     RESUME,
     WRITES_IDX_MAP,
@@ -67,11 +67,13 @@ class InMemorySaver(BaseSaver):
         self._undo: list[Callable[[], None]] | None = None
         #: the thread inside `batch()`, if one is
         self._batch_owner: int | None = None
+        #: a write of the batch failed: nothing of it is kept (as the SQL savers do)
+        self._failed = False
 
     @contextmanager
     def batch(self) -> Iterator[None]:
-        """All of the block's writes, or none of them if the block raises (as the SQLite
-        saver's transaction)."""
+        """All of the block's writes, or none of them if the block raises or one of them
+        failed, even if the block caught it (as the SQL savers' transaction)."""
         with self._lock:
             if self._undo is not None:  # part of the batch around it
                 yield
@@ -79,12 +81,35 @@ class InMemorySaver(BaseSaver):
             self._undo, self._batch_owner = [], threading.get_ident()
             try:
                 yield
+                if self._failed:
+                    raise StorageError(
+                        "a write in this batch failed: nothing of the batch was stored"
+                    )
             except BaseException:
                 for undo in reversed(self._undo):
                     undo()
                 raise
             finally:
-                self._undo, self._batch_owner = None, None
+                self._undo, self._batch_owner, self._failed = None, None, False
+
+    @contextmanager
+    def _write(self) -> Iterator[None]:
+        """One write: in a batch, refused once a write of it failed (alone, each would be
+        kept), and failing the batch if it fails."""
+        with self._lock:
+            if self._failed:
+                raise StorageError(
+                    "an earlier write in this batch failed: nothing of the batch is stored"
+                )
+            try:
+                yield
+            except BaseException:
+                self._failed = self._undo is not None
+                raise
+
+    def _on_undo(self, undo: Callable[[], None]) -> None:
+        if self._undo is not None:
+            self._undo.append(undo)
 
     def batch_held(self) -> bool:
         return self._batch_owner == threading.get_ident()
@@ -143,17 +168,16 @@ class InMemorySaver(BaseSaver):
         check_child_id(checkpoint["id"], ref.checkpoint_id)
         checkpoint_time(checkpoint["ts"])
         check_metadata(metadata)
-        stored = _Stored(
-            self.serde.dumps(checkpoint, path="checkpoint"),
-            self.serde.dumps(dict(metadata), path="metadata"),
-            ref.checkpoint_id,
-            checkpoint["ts"],
-        )
         key, checkpoint_id = (ref.thread_id, ref.checkpoint_ns), checkpoint["id"]
-        with self._lock:
+        with self._write():
+            stored = _Stored(
+                self.serde.dumps(checkpoint, path="checkpoint"),
+                self.serde.dumps(dict(metadata), path="metadata"),
+                ref.checkpoint_id,
+                checkpoint["ts"],
+            )
             self._threads.setdefault(key, {})[checkpoint_id] = stored
-            if self._undo is not None:
-                self._undo.append(lambda: self._forget(key, checkpoint_id))
+            self._on_undo(lambda: self._forget(key, checkpoint_id))
         return ref.config_at(checkpoint["id"])
 
     def put_writes(
@@ -165,7 +189,7 @@ class InMemorySaver(BaseSaver):
     ) -> None:
         ref = self.ref(config)
         replace = all(channel in WRITES_IDX_MAP for channel, _ in writes)
-        with self._lock:
+        with self._write():
             thread = self._threads.get((ref.thread_id, ref.checkpoint_ns), {})
             stored = thread.get(ref.checkpoint_id or "")
             if stored is None:
@@ -181,8 +205,7 @@ class InMemorySaver(BaseSaver):
                         channel,
                         self.serde.dumps(value, path=f"{channel} (pending write)"),
                     )
-                    if self._undo is not None:
-                        self._undo.append(_restore(stored.writes, (task_id, idx), before))
+                    self._on_undo(_restore(stored.writes, (task_id, idx), before))
 
     def get_writes(self, config: RunnableConfig) -> builtins.list[TaskWrite]:
         ref = self.ref(config)
@@ -201,28 +224,32 @@ class InMemorySaver(BaseSaver):
             return {i: _writes(thread[i], VERBATIM) for i in checkpoint_ids if i in thread}
 
     def delete_thread(self, thread_id: str) -> None:
-        with self._lock:
+        with self._write():
             for key in [key for key in self._threads if key[0] == thread_id]:
-                del self._threads[key]
-            self._info.pop(thread_id, None)
+                self._on_undo(_restore(self._threads, key, self._threads.pop(key)))
+            if thread_id in self._info:
+                self._on_undo(_restore(self._info, thread_id, self._info.pop(thread_id)))
 
     def delete_checkpoints(
         self, config: RunnableConfig, checkpoint_ids: Sequence[str], *, collect: bool = True
     ) -> None:
         ref = self.ref(config)
-        with self._lock:
-            thread = self._threads.get((ref.thread_id, ref.checkpoint_ns), {})
+        key = (ref.thread_id, ref.checkpoint_ns)
+        with self._write():
+            thread = self._threads.get(key, {})
             for checkpoint_id in checkpoint_ids:
-                thread.pop(checkpoint_id, None)
-            if not thread:
-                self._threads.pop((ref.thread_id, ref.checkpoint_ns), None)
+                if checkpoint_id in thread:
+                    self._on_undo(_restore(thread, checkpoint_id, thread.pop(checkpoint_id)))
+            if not thread and key in self._threads:
+                self._on_undo(_restore(self._threads, key, self._threads.pop(key)))
 
     def get_thread_info(self, thread_id: str) -> dict[str, Any]:
         with self._lock:
             return copy.deepcopy(self._info.get(thread_id, {}))
 
     def set_thread_info(self, thread_id: str, info: Mapping[str, Any]) -> None:
-        with self._lock:
+        with self._write():
+            self._on_undo(_restore(self._info, thread_id, copy.deepcopy(self._info.get(thread_id))))
             self._info.setdefault(thread_id, {}).update(copy.deepcopy(dict(info)))
 
     def list_threads(self, prefix: str = "") -> Iterator[ThreadSummary]:
@@ -266,12 +293,14 @@ def _writes(stored: _Stored, serde: Serializer) -> list[TaskWrite]:
     ]
 
 
-def _restore(writes: dict[Any, Any], key: Any, before: Any) -> Callable[[], None]:
+def _restore(mapping: dict[Any, Any], key: Any, before: Any) -> Callable[[], None]:
+    """How to take back a change of `mapping[key]` (`before`: what it held, or None)."""
+
     def undo() -> None:
         if before is None:
-            writes.pop(key, None)
+            mapping.pop(key, None)
         else:
-            writes[key] = before
+            mapping[key] = before
 
     return undo
 
