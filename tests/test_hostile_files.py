@@ -150,6 +150,28 @@ def test_a_looping_or_endless_chain_is_exit_6_in_one_line(
     assert snapshot(order_db.parent) == before
 
 
+@pytest.mark.parametrize("column", ["state", "parent_writes"])
+def test_a_prune_of_a_row_of_the_wrong_shape_is_exit_6_in_one_line_and_deletes_nothing(
+    order_db: Path, column: str
+) -> None:
+    """A row whose state or moved pending writes decode to something ttcli never stores (an
+    int): what it points at cannot be known, so nothing of the page goes."""
+    edit(order_db, f"UPDATE checkpoints SET {column} = x'01' WHERE step = 1")
+    with opened(order_db) as conn:
+        before = conn.execute("SELECT count(*) FROM checkpoints").fetchone()
+    done = run(order_db, "prune", "--older-than", "0s", "--keep-last", "1", "--yes")
+    assert (done.returncode, done.stdout) == (6, ""), done.stderr
+    assert done.stderr == f"Error: {WRONG_SHAPE[column]}\n"
+    with opened(order_db) as conn:
+        assert conn.execute("SELECT count(*) FROM checkpoints").fetchone() == before
+
+
+WRONG_SHAPE = {
+    "state": "a stored checkpoint state is not of ttcli's shape",
+    "parent_writes": "stored pending writes are not of ttcli's shape",
+}
+
+
 def test_a_loop_of_parents_is_exit_6_when_copying_a_lineage(order_db: Path) -> None:
     # the first checkpoint (a full state) made a child of the latest: its ancestors loop
     edit(

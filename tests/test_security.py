@@ -4,6 +4,7 @@ anything, and `ttcli verify` must say what is wrong with the file."""
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 import sys
 import uuid
@@ -165,6 +166,31 @@ def test_verify_reports_a_thread_count_that_rows_written_behind_its_back_broke(
     result = ttcli(db, "verify")
     assert result.exit_code == 6
     assert "thread 't' (namespace '') is recorded with 6 checkpoints but has 5" in result.stdout
+
+
+def test_verify_reports_stored_values_two_threads_share(new_db: NewDb) -> None:
+    """Each thread keeps its own stored values (copies copy them): rows another tool copied
+    into a second thread point at the first one's, and a prune of either would delete what
+    the other reads."""
+    db = new_db("shared.db")
+    ttcli(db, "run", ORDER_AGENT, "-t", "t", "--input", json.dumps(ORDER))
+    assert ttcli(db, "verify").exit_code == 0
+    columns = "checkpoint_id, parent_id, source, step, writers, metadata, created_at, state"
+    edit_rows(
+        db,
+        "INSERT INTO threads (thread_id, checkpoint_ns, checkpoints) "
+        "SELECT 'u', checkpoint_ns, checkpoints FROM threads WHERE thread_id = 't'",
+        f"INSERT INTO checkpoints (thread_key, {columns}) "
+        f"SELECT (SELECT thread_key FROM threads WHERE thread_id = 'u'), {columns} "
+        "FROM checkpoints WHERE thread_key = "
+        "(SELECT thread_key FROM threads WHERE thread_id = 't')",
+    )
+    result = ttcli(db, "verify")
+    assert result.exit_code == 6
+    assert re.search(
+        r"stored value \d+ is used by thread 't' \(namespace ''\) and thread 'u' \(namespace ''\)",
+        result.stdout,
+    ), result.stdout
 
 
 def test_verify_reports_damage_and_objects_ttcli_did_not_create(new_db: NewDb) -> None:

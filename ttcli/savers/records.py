@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from json.encoder import encode_basestring_ascii
 from typing import Any, Protocol
@@ -261,19 +261,29 @@ def unpack_parent(child: bytes, stored: bytes | None) -> bytes | None:
     return None if stored is None else child[: len(child) - len(stored)] + stored
 
 
-def state_refs(stored: list[Any]) -> Iterator[int]:
-    """Blob keys a stored state (decoded, full or delta) points at directly."""
-    _depth, channels, _seen, _updated, writes = stored
-    for entry in channels.values():
-        if entry is not None and len(entry) == 2:
-            yield from entry_refs(entry[1])
-    for write in writes or ():
-        if len(write) == 2:
-            yield from entry_refs(write[1])
+def state_refs(stored: Any) -> list[int]:
+    """Blob keys a stored state (decoded, full or delta) points at directly.
+
+    Raises:
+        CorruptValueError: the state is not of the shape ttcli stores (a forged row).
+    """
+    try:
+        _depth, channels, _seen, _updated, writes = stored
+        entries = [entry[1] for entry in channels.values() if entry is not None and len(entry) == 2]
+        entries += [write[1] for write in writes or () if len(write) == 2]
+    except (TypeError, ValueError, AttributeError):
+        raise CorruptValueError("a stored checkpoint state is not of ttcli's shape") from None
+    return [key for entry in entries for key in entry_refs(entry)]
 
 
-def pending_refs(stored: dict[Any, Any]) -> Iterator[int]:
-    """Blob keys stored pending writes (decoded) point at directly."""
-    for _path, writes in stored.values():
-        for _idx, _channel, entry in writes:
-            yield from entry_refs(entry)
+def pending_refs(stored: Any) -> list[int]:
+    """Blob keys stored pending writes (decoded) point at directly.
+
+    Raises:
+        CorruptValueError: they are not of the shape ttcli stores (a forged row).
+    """
+    try:
+        entries = [entry for _path, writes in stored.values() for _idx, _channel, entry in writes]
+    except (TypeError, ValueError, AttributeError):
+        raise CorruptValueError("stored pending writes are not of ttcli's shape") from None
+    return [key for entry in entries for key in entry_refs(entry)]

@@ -80,4 +80,4 @@ class PostgresSaver(SqlSaver):
 
     def integrity_problems(self) -> builtins.list[str]:
         with self.connection.read() as conn:
-            return integrity_problems(conn)
+            return integrity_problems(conn) + self.deletion.shared_blobs(conn)

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from ttcli.configs import CheckpointRef
+from ttcli.errors import CorruptValueError
 from ttcli.savers import serde
 from ttcli.savers.blobs import BlobStore, entry_refs
 from ttcli.savers.records import (
@@ -86,12 +87,7 @@ class Deletion(OnParts):
             ]
             for thread_key in keys:
                 refs = self.refs(conn, thread_key)
-                refs.update(
-                    key
-                    for (key,) in conn.execute(
-                        "SELECT blob_key FROM blob_debt WHERE thread_key = ?", (thread_key,)
-                    )
-                )
+                refs.update(key for (key,) in conn.execute(_DEBT, (thread_key,)))
                 self._delete_blobs(conn, self.blobs.reachable(refs))
                 for table in ("blob_debt", "branches", "writes", "checkpoints"):
                     conn.execute(f"DELETE FROM {table} WHERE thread_key = ?", (thread_key,))
@@ -119,6 +115,31 @@ class Deletion(OnParts):
             for chunk in chunks(keys)
         )
         return int(rows) + int(pending) + int(values)
+
+    def shared_blobs(self, conn: Db, most: int = 100) -> list[str]:
+        """Stored values two threads need (at most `most` of them): each thread keeps its
+        own (a copy copies them), since a thread's deletions collect what it alone no longer
+        needs; a shared one (rows copied behind ttcli's back) would go with either."""
+        owners: dict[int, int] = {}
+        shared: dict[int, tuple[int, int]] = {}
+        threads = {key: (thread_id, ns) for key, thread_id, ns in conn.execute(_THREADS)}
+        for thread_key in threads:
+            try:
+                needed = self.refs(conn, thread_key)
+                needed.update(key for (key,) in conn.execute(_DEBT, (thread_key,)))
+                reachable = self.blobs.reachable(needed)
+            except CorruptValueError:
+                continue  # damaged rows or links: verify reports them on their own
+            for blob_key in reachable:
+                owner = owners.setdefault(blob_key, thread_key)
+                if owner != thread_key and len(shared) < most:
+                    shared.setdefault(blob_key, (owner, thread_key))
+        return [
+            f"stored value {blob_key} is used by thread '{threads[one][0]}' (namespace "
+            f"'{threads[one][1]}') and thread '{threads[other][0]}' (namespace "
+            f"'{threads[other][1]}'): a prune of either would delete what the other reads"
+            for blob_key, (one, other) in sorted(shared.items())
+        ]
 
     def refs(self, conn: Db, thread_key: int, ids: Sequence[bytes] | None = None) -> set[int]:
         """Blob keys that checkpoints (their values, writes and pending writes) point at;
@@ -251,6 +272,8 @@ class Deletion(OnParts):
 
 
 _ROW = "SELECT checkpoint_id, parent_id, parent_writes FROM checkpoints"
+_THREADS = "SELECT thread_key, thread_id, checkpoint_ns FROM threads ORDER BY thread_key"
+_DEBT = "SELECT blob_key FROM blob_debt WHERE thread_key = ?"
 
 
 def _children(

@@ -81,7 +81,7 @@ class SqliteSaver(SqlSaver):
 
     def integrity_problems(self) -> builtins.list[str]:
         with self.connection.read() as conn:
-            return integrity_problems(conn)
+            return integrity_problems(conn) + self.deletion.shared_blobs(conn)
 
 
 def same_file(one: str, other: str) -> bool:
