@@ -71,6 +71,10 @@ class Checkpoint(TypedDict):
     updated_channels: list[str] | None
 
 
+#: The checkpoint `put_step` stores: `put`'s (checkpoint, metadata, new_versions).
+StepCheckpoint = tuple[Checkpoint, Mapping[str, Any], Mapping[str, int]]
+
+
 class CheckpointTuple(NamedTuple):
     """A checkpoint with everything stored around it."""
 
@@ -185,7 +189,7 @@ class BaseSaver(ABC):
         self,
         config: RunnableConfig,
         writes: Sequence[TaskWrites],
-        checkpoint: tuple[Checkpoint, Mapping[str, Any], Mapping[str, int]] | None,
+        checkpoint: StepCheckpoint | None,
     ) -> None:
         """Store tasks' writes against the checkpoint `config` names, then the checkpoint
         they lead to, if any (`put`'s other arguments): a superstep's save, all of it or

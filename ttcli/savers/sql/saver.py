@@ -19,6 +19,7 @@ from ttcli.savers.base import (
     BaseSaver,
     Checkpoint,
     CheckpointTuple,
+    StepCheckpoint,
     TaskWrite,
     TaskWrites,
     ThreadSummary,
@@ -176,7 +177,7 @@ class SqlSaver(BaseSaver):
         self,
         config: RunnableConfig,
         writes: Sequence[TaskWrites],
-        checkpoint: tuple[Checkpoint, Mapping[str, Any], Mapping[str, int]] | None,
+        checkpoint: StepCheckpoint | None,
     ) -> None:
         if not self._own_puts():  # an override sees every call, and may change values
             super().put_step(config, writes, checkpoint)
