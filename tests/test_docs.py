@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import runpy
@@ -13,6 +14,8 @@ import pytest
 
 import ttcli
 from tests import readme
+from tests.clitools import ORDER, ORDER_AGENT
+from tests.clitools import ttcli as ttcli_cli
 
 ROOT = Path(__file__).parent.parent
 
@@ -41,6 +44,31 @@ def test_the_command_line_starts_without_the_runtime() -> None:
         "ttcli.ops.pictures",
     ):
         assert f"'{unused}'" not in loaded, unused
+
+
+@pytest.mark.parametrize("command", [["history", "--limit", "20"], ["show"]])
+def test_reading_commands_load_neither_the_writer_nor_the_prune(
+    tmp_path: Path, command: list[str]
+) -> None:
+    db = str(tmp_path / "t.db")
+    assert ttcli_cli(db, "run", ORDER_AGENT, "-t", "o", "--input", json.dumps(ORDER)).exit_code == 0
+    script = (
+        "import atexit, sys; from ttcli.cli import cli; "
+        "atexit.register(lambda: print(sorted(sys.modules), file=sys.stderr)); "
+        f"cli({['--db', db, *command, '-t', 'o']!r})"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert done.returncode == 0 and "respond" in done.stdout, done.stderr
+    # storing, deleting and archiving are imported by the commands that do them (issue 16)
+    for unused in (
+        "ttcli.savers.sql.put",
+        "ttcli.savers.blob_writer",
+        "ttcli.savers.sql.deletion",
+        "ttcli.savers.sql.copy",
+        "ttcli.runtime.loop",
+    ):
+        assert f"'{unused}'" not in done.stderr, unused
+    assert "'ttcli.savers.sql.states'" in done.stderr  # what it did load is seen
 
 
 def test_langgraph_names_are_importable_from_ttcli() -> None:

@@ -17,6 +17,8 @@ from ttcli.savers.base import (
     RESUME,
     WRITES_IDX_MAP,
     Checkpoint,
+    StepCheckpoint,
+    TaskWrites,
 )
 from ttcli.savers.blob_writer import BlobWriter, StoredMaps, inline_as_is
 from ttcli.savers.records import (
@@ -47,6 +49,18 @@ class Writer(OnParts):
         # was written back changed (a field added), or stopped an archive copying a late row
         # among older ones (a required field added)
         self.stored_pending = PendingWrites(self.connection, VerbatimNames(self.names))
+
+    def put_step(
+        self, ref: CheckpointRef, writes: Sequence[TaskWrites], checkpoint: StepCheckpoint | None
+    ) -> None:
+        """A superstep's task writes, then the checkpoint they lead to, in the caller's
+        transaction. The maps they store as deltas are shared: a map a task wrote and its
+        channel then holds is encoded and compared once."""
+        maps = StoredMaps()
+        for task_id, task_path, values in writes:
+            self.put_writes(ref, values, task_id, task_path, maps)
+        if checkpoint is not None:
+            self.put(ref, *checkpoint, maps)
 
     def put(
         self,

@@ -9,9 +9,10 @@ are those of `ttcli.savers.base`.
 from __future__ import annotations
 
 import builtins
+import threading
 from abc import abstractmethod
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ttcli.configs import RunnableConfig, check_text
 from ttcli.errors import ConfigError
@@ -24,21 +25,24 @@ from ttcli.savers.base import (
     TaskWrites,
     ThreadSummary,
 )
-from ttcli.savers.blob_writer import StoredMaps
 from ttcli.savers.blobs import BlobStore
 from ttcli.savers.serde import Serializer
 from ttcli.savers.sql.blob_table import SqlBlobRows
-from ttcli.savers.sql.copy import RowCopy
 from ttcli.savers.sql.db import Db
-from ttcli.savers.sql.deletion import Deletion
 from ttcli.savers.sql.ids import id_bytes, id_text, require_id
 from ttcli.savers.sql.names import SqlNames
 from ttcli.savers.sql.pending import PendingWrites, in_order
-from ttcli.savers.sql.put import Writer
 from ttcli.savers.sql.rows import Rows
 from ttcli.savers.sql.statements import MetadataMatch, list_query
 from ttcli.savers.sql.states import States
 from ttcli.savers.sql.transactions import Transactions
+
+if TYPE_CHECKING:
+    from ttcli.savers.sql.copy_memory import CopyMemory
+    from ttcli.savers.sql.deletion import Deletion
+    from ttcli.savers.sql.put import Writer
+
+_Part = TypeVar("_Part")
 
 
 class SqlSaver(BaseSaver):
@@ -59,13 +63,36 @@ class SqlSaver(BaseSaver):
         self.rows = Rows(connection)
         self.pending = PendingWrites(connection, self.names)
         self.states = States(connection, self.names, self.blobs, self.pending)
-        parts = (connection, self.rows, self.pending, self.states, self.blobs, self.names)
-        self.writer = Writer(*parts)
-        self.deletion = Deletion(*parts)
-        #: what row copies into this database remember (see `ttcli.savers.sql.copy`)
-        self.copied = self.deletion.copied
-        connection.on_rollback.append(self.copied.forget)
-        connection.on_other_writer.append(self.copied.forget)
+        #: what the writer and the deletion work on; they are built when first used, so that
+        #: a command that only reads never imports them (the CLI's start-up)
+        self.parts = (connection, self.rows, self.pending, self.states, self.blobs, self.names)
+        self._built: dict[str, Any] = {}
+        self._building = threading.Lock()
+
+    @property
+    def writer(self) -> Writer:
+        """Stores checkpoints and pending writes (`ttcli.savers.sql.put`)."""
+        return self._part("writer", _new_writer)
+
+    @property
+    def deletion(self) -> Deletion:
+        """Deletes rows and collects what only they used (`ttcli.savers.sql.deletion`)."""
+        return self._part("deletion", _new_deletion)
+
+    @property
+    def copied(self) -> CopyMemory:
+        """What row copies into this database remember (see `ttcli.savers.sql.copy`)."""
+        return self.deletion.copied
+
+    def _part(self, name: str, build: Callable[[SqlSaver], _Part]) -> _Part:
+        """The part `name`, built once (threads may share the saver)."""
+        part = self._built.get(name)
+        if part is None:
+            with self._building:
+                part = self._built.get(name)
+                if part is None:
+                    part = self._built[name] = build(self)
+        return part
 
     #: whether rows copied in may keep keys the database never used (`copy_rows`): only
     #: where no other writer can take one meanwhile; else they get `new_blob_keys`
@@ -100,6 +127,8 @@ class SqlSaver(BaseSaver):
             return None
         if self.stores_in(target):
             raise ConfigError(f"cannot copy {self.path} into itself: archive to another file")
+        from ttcli.savers.sql.copy import RowCopy  # archive's: not loaded to read or write
+
         return RowCopy(self, target, self.ref(config)).copy_below(require_id(below))
 
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
@@ -182,14 +211,8 @@ class SqlSaver(BaseSaver):
         if not self._own_puts():  # an override sees every call, and may change values
             super().put_step(config, writes, checkpoint)
             return
-        # the maps stored as deltas, shared by the step's puts (one transaction, and no other
-        # code runs in between): a map a task wrote and its channel then holds is encoded once
-        ref, maps = self.ref(config), StoredMaps()
-        with self.batch():
-            for task_id, task_path, values in writes:
-                self.writer.put_writes(ref, values, task_id, task_path, maps)
-            if checkpoint is not None:
-                self.writer.put(ref, *checkpoint, maps)
+        with self.batch():  # one transaction: no other code runs between the step's puts
+            self.writer.put_step(self.ref(config), writes, checkpoint)
 
     def _own_puts(self) -> bool:
         """Whether `put` and `put_writes` are this class's own, not a subclass's override
@@ -304,3 +327,18 @@ class SqlSaver(BaseSaver):
         with self.connection.read() as conn:
             found = self.rows.threads(conn, prefix)
         yield from found
+
+
+def _new_writer(saver: SqlSaver) -> Writer:
+    from ttcli.savers.sql.put import Writer
+
+    return Writer(*saver.parts)
+
+
+def _new_deletion(saver: SqlSaver) -> Deletion:
+    from ttcli.savers.sql.deletion import Deletion
+
+    deletion = Deletion(*saver.parts)
+    saver.connection.on_rollback.append(deletion.copied.forget)
+    saver.connection.on_other_writer.append(deletion.copied.forget)
+    return deletion
