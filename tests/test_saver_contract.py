@@ -239,6 +239,21 @@ def test_writes_to_a_missing_checkpoint_are_refused(saver: BaseSaver) -> None:
         saver.put_writes(config("t", "1f000000-0000-6000-8000-000000000000"), [("x", 1)], "task")
 
 
+def test_has_checkpoint_names_exactly_what_is_stored(saver: BaseSaver) -> None:
+    first, second, third = put_chain(saver)
+    put_chain(saver, thread="other")
+    saver.delete_checkpoints(config(), [second])
+
+    assert saver.has_checkpoint(config(checkpoint=first))
+    assert saver.has_checkpoint(config(checkpoint=third))
+    assert not saver.has_checkpoint(config(checkpoint=second))  # deleted
+    assert not saver.has_checkpoint(config(checkpoint=checkpoint_id(9)))  # never stored
+    assert not saver.has_checkpoint(config("other", first))  # another thread's id
+    assert not saver.has_checkpoint(config(checkpoint=first, ns="sub"))
+    assert not saver.has_checkpoint(config("nobody", first))
+    assert not saver.has_checkpoint(config())  # no checkpoint named
+
+
 def test_delete_thread_removes_only_that_thread(saver: BaseSaver) -> None:
     put_chain(saver, "t")
     put_chain(saver, "t", ns="child:1")

@@ -315,6 +315,15 @@ class BaseSaver(ABC):
         """How many checkpoints the config's thread has (with ids below `below`, if given)."""
         return len(self.checkpoint_ids(config, below=below))
 
+    def has_checkpoint(self, config: RunnableConfig) -> bool:
+        """Whether the checkpoint `config` names is stored, read without decoding anything
+        (a write refused for want of its checkpoint rolls its transaction back, and with it
+        what the saver keeps in memory). Backends with an index override this."""
+        checkpoint_id = self.ref(config).checkpoint_id
+        return checkpoint_id is not None and checkpoint_id in self.checkpoint_ids(
+            config, since=checkpoint_id
+        )
+
     def child_ids(self, config: RunnableConfig) -> builtins.list[str]:
         """Ids of the checkpoints whose parent is the one `config` names."""
         ref = self.ref(config)

@@ -302,6 +302,15 @@ class SqlSaver(BaseSaver):
         with self.connection.read() as conn:
             return self.rows.count(conn, self.ref(config), bound)
 
+    def has_checkpoint(self, config: RunnableConfig) -> bool:
+        ref = self.ref(config)
+        key = id_bytes(ref.checkpoint_id or "")
+        with self.connection.read() as conn:
+            thread_key = self.rows.thread_key(conn, ref)
+            if thread_key is None or key is None:
+                return False
+            return self.rows.exists(conn, thread_key, key)
+
     def child_ids(self, config: RunnableConfig) -> builtins.list[str]:
         with self.connection.read() as conn:
             return self.rows.children(conn, self.ref(config))
