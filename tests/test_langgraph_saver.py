@@ -8,6 +8,7 @@ import datetime as dt
 import enum
 import json
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, NamedTuple, TypedDict
@@ -23,8 +24,9 @@ from langchain_core.messages import (
 )
 from langgraph.checkpoint.base import Checkpoint, empty_checkpoint
 from langgraph.checkpoint.base.id import uuid6
+from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
-from langgraph.graph import START, StateGraph
+from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.types import Command, Interrupt, Send
 from pydantic import BaseModel
 
@@ -215,3 +217,84 @@ def test_a_postgresql_dsn_stores_in_postgresql_for_the_cli_to_read() -> None:
 
 class Counter(TypedDict):
     n: int
+
+
+#: ways a node changes a message of the history in place (the bridge hands ttcli's saver the
+#: message it read for one stored again unchanged: each of these must be seen as a change)
+IN_PLACE: dict[str, Callable[[Any], None]] = {
+    "content": lambda m: setattr(m, "content", "edited"),
+    "name": lambda m: setattr(m, "name", "edited"),
+    "additional_kwargs": lambda m: m.additional_kwargs.update(note="edited"),
+    "response_metadata": lambda m: m.response_metadata.update(note="edited"),
+    "extra field": lambda m: setattr(m, "note", "edited"),
+    "content through __dict__": lambda m: m.__dict__.update(content="edited"),
+}
+
+
+def _chat(saver: Any, change: Callable[[Any], None]) -> list[list[dict[str, Any]]]:
+    """Four turns of a chat whose third turn changes the first message in place; every
+    checkpoint's messages, newest first, as LangChain dumps them. Each checkpoint is stored
+    before the next step runs (`durability="sync"`): a checkpoint stored in the background
+    may be stored with a change the next step made meanwhile, on LangGraph's own savers too."""
+    turn = {"n": 0}
+
+    def bot(state: MessagesState) -> dict[str, Any]:
+        turn["n"] += 1
+        if turn["n"] == 3:
+            change(state["messages"][0])
+        return {"messages": [AIMessage(f"reply {turn['n']}", id=f"a{turn['n']}")]}
+
+    graph = StateGraph(MessagesState)
+    graph.add_node("bot", bot)
+    graph.add_edge(START, "bot")
+    app = graph.compile(checkpointer=saver)
+    config = _config("chat")
+    for n in range(4):
+        question = HumanMessage(f"question {n}", id=f"h{n}")
+        app.invoke({"messages": [question]}, config, durability="sync")
+    return [
+        [m.model_dump() for m in snapshot.values.get("messages", [])]
+        for snapshot in app.get_state_history(config)
+    ]
+
+
+@pytest.mark.parametrize("how", IN_PLACE, ids=str)
+def test_a_message_changed_in_place_is_stored_changed_and_the_past_stays(
+    new_db: NewDb, how: str
+) -> None:
+    path = new_db("chat.db")
+    with TtcliSaver(path) as saver:
+        ours = _chat(saver, IN_PLACE[how])
+    theirs = _chat(InMemorySaver(), IN_PLACE[how])  # LangGraph's own saver, the oracle
+
+    assert ours == theirs
+    latest, before_change = ours[0][0], ours[-4][0]  # the first message, now and then
+    assert "edited" in json.dumps(latest) and "edited" not in json.dumps(before_change)
+    with TtcliSaver(path) as reopened:  # as stored, not as kept in memory
+        assert _states(reopened) == [[m["content"] for m in state] for state in ours]
+
+
+def _states(saver: TtcliSaver) -> list[list[Any]]:
+    return [
+        [m.content for m in saved.checkpoint["channel_values"].get("messages", [])]
+        for saved in saver.list(_config("chat"))
+    ]
+
+
+def test_messages_stored_again_read_back_as_written(new_db: NewDb) -> None:
+    with TtcliSaver(new_db("chat.db")) as saver:
+        ours = _chat(saver, lambda m: None)
+    assert ours == _chat(InMemorySaver(), lambda m: None)
+    assert [m["content"] for m in ours[0]][-2:] == ["question 3", "reply 4"]
+
+
+def test_a_message_made_where_a_stored_one_was_is_stored_as_itself(saver: TtcliSaver) -> None:
+    # messages come and go, and a new one often takes the place (and id()) of one gone: what
+    # the bridge knew of the old one is never taken for the new one
+    parent = _config("t")
+    for n in range(50):
+        checkpoint = _checkpoint({"messages": [HumanMessage(f"m{n}", id="same")]})
+        parent = saver.put(parent, checkpoint, _metadata(n), {"messages": 1})
+        found = saver.get_tuple(parent)
+        assert found is not None
+        assert [m.content for m in found.checkpoint["channel_values"]["messages"]] == [f"m{n}"]

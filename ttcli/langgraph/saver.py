@@ -34,7 +34,7 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from ttcli.configs import CheckpointRef
 from ttcli.errors import CheckpointNotFoundError
-from ttcli.langgraph.values import Values
+from ttcli.langgraph.values import KnownMessages, Values
 from ttcli.savers import base as ttcli_base
 from ttcli.savers.locate import open_saver
 from ttcli.savers.sql.transactions import DEFAULT_BUSY_TIMEOUT
@@ -91,12 +91,14 @@ class TtcliSaver(BaseCheckpointSaver[str]):
         self._lock = threading.RLock()
         #: writes whose checkpoint's put has not arrived yet
         self._early: dict[WriteKey, EarlyWrites] = {}
+        #: the LangChain messages this bridge made or stored, while they live
+        self._known = KnownMessages()
 
     @property
     def values(self) -> Values:
         # made from `serde` at each use: LangGraph's `with_allowlist` gives a compiled graph
         # a copy of the saver with another serializer (the state schema's types allowed)
-        return Values(self.serde)
+        return Values(self.serde, self._known)
 
     def close(self) -> None:
         self._close()
@@ -162,11 +164,18 @@ class TtcliSaver(BaseCheckpointSaver[str]):
         ref = _ref(config)
         stored = [(channel, self.values.to_ttcli(value)) for channel, value in writes]
         with self._lock:
-            try:
-                self.saver.put_writes(ref.to_config(), stored, task_id, task_path)
-            except CheckpointNotFoundError:  # its checkpoint's put has not arrived yet
-                key = (ref.thread_id, ref.checkpoint_ns, str(ref.checkpoint_id))
-                self._early.setdefault(key, []).append((stored, task_id, task_path))
+            # looked up first, in a read: a write refused in its transaction is rolled back,
+            # and with it everything the saver keeps (a chat's history would be decoded and
+            # encoded whole again at the next put)
+            if self.saver.has_checkpoint(ref.to_config()):
+                try:
+                    self.saver.put_writes(ref.to_config(), stored, task_id, task_path)
+                    return
+                except CheckpointNotFoundError:  # deleted meanwhile by another process
+                    pass
+            # its checkpoint's put has not arrived yet
+            key = (ref.thread_id, ref.checkpoint_ns, str(ref.checkpoint_id))
+            self._early.setdefault(key, []).append((stored, task_id, task_path))
 
     def delete_thread(self, thread_id: str) -> None:
         with self._lock:

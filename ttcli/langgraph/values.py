@@ -9,12 +9,17 @@ tuples, ...) is encoded by the saver's LangGraph serializer and stored as typed 
 reading it back goes through that serializer, its allowlist included, so the value comes
 back exactly as LangGraph's own savers give it, and no name from the file is imported
 outside that allowlist. Plain tuples come back as lists, as LangGraph's msgpack gives them.
+
+A chat's history is read and stored again at every turn: `KnownMessages` hands ttcli's
+saver, for a message stored again unchanged, the very message it was read from.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import operator
 import uuid
+import weakref
 from collections.abc import Callable, Mapping
 from decimal import Decimal
 from typing import Any
@@ -57,11 +62,110 @@ _MESSAGE_CLASSES: dict[str, type[lc.BaseMessage]] = {
 }
 
 
-class Values:
-    """Converts values both ways; `serde` is the LangGraph serializer of the saver."""
+#: a known message: a reference to it, the stored message it was read from, and when it was
+#: last stored, the objects its fields held, those of them that are empty dicts or lists,
+#: and what it was stored as
+_Known = tuple["_Ref", "Message | None", "tuple[Any, ...] | None", "list[Any]", Any]
 
-    def __init__(self, serde: SerializerProtocol) -> None:
+
+class _Ref(weakref.ref):  # type: ignore[type-arg]
+    """A weak reference that knows the id() its message had."""
+
+    __slots__ = ("key",)
+    key: int
+
+
+class KnownMessages:
+    """LangChain messages converted to ttcli's, for as long as they live (weak references).
+
+    LangGraph's loop reads a thread's checkpoint, runs its nodes and stores the grown
+    history several times a turn, as LangChain messages made from the stored ones. Converted
+    anew, every message of the history was a new ttcli message at each put, which ttcli's
+    saver had to encode whole. So a message stored again is given the same ttcli message as
+    the last time, and one made by a read, the very message the saver handed out (the saver
+    then recognises the history it kept and stores only what was added). A message counts as
+    unchanged only while each of its fields is the very object it was, and every field is
+    immutable or an empty dict or list, still empty (checked at each put); any other message
+    is converted again, as is one whose conversion differs in any field from the message it
+    was read from.
+    """
+
+    def __init__(self) -> None:
+        self._known: dict[int, _Known] = {}  # by id() of the live message
+
+    def read(self, message: Any, source: Message) -> None:
+        """`message` was made from the stored `source`."""
+        self._known[id(message)] = (self._ref(message), source, None, [], None)
+
+    def stored(self, message: Any, convert: Callable[[Any], Message]) -> Any:
+        """What `message` is stored as: what it was stored as before if it is unchanged
+        since, else `convert(message)` (or the message it was read from, if the same)."""
+        entry = self._known.get(id(message))
+        if entry is not None and entry[0]() is not message:
+            entry = None  # another message that had its id, gone
+        if entry is not None and entry[2] is not None and not message.__pydantic_extra__:
+            now = tuple(message.__dict__.values())
+            if (
+                len(now) == len(entry[2])
+                and all(map(operator.is_, now, entry[2]))
+                and not any(map(len, entry[3]))
+            ):
+                return entry[4]
+        fields = _fields(message)  # before converting: a change meanwhile is seen next time
+        converted = convert(message)
+        if fields is None:
+            return converted
+        source = entry[1] if entry is not None else None
+        if source is not None and _same_fields(converted, source):
+            converted = source
+        empties = [value for value in fields if type(value) in _CONTAINERS]
+        ref = entry[0] if entry is not None else self._ref(message)
+        self._known[id(message)] = (ref, source, fields, empties, converted)
+        return converted
+
+    def _ref(self, message: Any) -> _Ref:
+        ref = _Ref(message, self._gone)
+        ref.key = id(message)
+        return ref
+
+    def _gone(self, ref: _Ref) -> None:
+        key = ref.key
+        entry = self._known.get(key)
+        if entry is not None and entry[0] is ref:  # not a newer message's, of the same id
+            del self._known[key]
+
+
+_IMMUTABLE = frozenset({str, int, float, bool, type(None)})
+_CONTAINERS = frozenset({dict, list})
+
+
+def _fields(message: Any) -> tuple[Any, ...] | None:
+    """The objects a LangChain message's fields hold, if none can change in place unseen:
+    each immutable, or an empty dict or list; no extra field. None otherwise."""
+    if message.__pydantic_extra__:
+        return None
+    values = tuple(message.__dict__.values())
+    for value in values:
+        if type(value) not in _IMMUTABLE and not (type(value) in _CONTAINERS and not value):
+            return None
+    return values
+
+
+def _same_fields(a: Message, b: Message) -> bool:
+    """The same fields in the same order, each equal and of the same type (1 is not True:
+    they are stored apart)."""
+    return list(a.items()) == list(b.items()) and all(
+        map(operator.is_, map(type, a.values()), map(type, b.values()))
+    )
+
+
+class Values:
+    """Converts values both ways; `serde` is the LangGraph serializer of the saver, `known`
+    the messages it converted."""
+
+    def __init__(self, serde: SerializerProtocol, known: KnownMessages | None = None) -> None:
         self.serde = serde
+        self.known = known or KnownMessages()
 
     def to_ttcli(self, value: Any) -> Any:
         """A LangGraph value as ttcli stores it."""
@@ -76,7 +180,7 @@ class Values:
             if all(type(item) in _SCALARS for item in value):
                 return value
         elif isinstance(value, lc.BaseMessage) and _MESSAGE_CLASSES.get(value.type) is kind:
-            return self._message(value)
+            return self.known.stored(value, self._message)
         elif kind is LgSend:
             return _send(Send, value, self.to_ttcli)
         elif kind is LgInterrupt and not isinstance(value.response_schema, type):
@@ -139,7 +243,9 @@ class Values:
             return message
         if cls is lc.RemoveMessage:
             fields.pop("content", None)
-        return cls(**fields)
+        made = cls(**fields)
+        self.known.read(made, message)
+        return made
 
     def _decoded(self, value: TypedData) -> Any:
         data = value.get("data")
