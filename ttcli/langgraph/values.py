@@ -17,6 +17,7 @@ saver, for a message stored again unchanged, the very message it was read from.
 from __future__ import annotations
 
 import datetime as dt
+import math
 import operator
 import uuid
 import weakref
@@ -63,8 +64,8 @@ _MESSAGE_CLASSES: dict[str, type[lc.BaseMessage]] = {
 
 
 #: a known message: a reference to it, the stored message it was read from, and when it was
-#: last stored, the objects its fields held, those of them that are empty dicts or lists,
-#: and what it was stored as
+#: last stored, its fields (`_fields`), those of them that are empty dicts or lists, and what
+#: it was stored as
 _Known = tuple["_Ref", "Message | None", "tuple[Any, ...] | None", "list[Any]", Any]
 
 
@@ -84,10 +85,10 @@ class KnownMessages:
     saver had to encode whole. So a message stored again is given the same ttcli message as
     the last time, and one made by a read, the very message the saver handed out (the saver
     then recognises the history it kept and stores only what was added). A message counts as
-    unchanged only while each of its fields is the very object it was, and every field is
-    immutable or an empty dict or list, still empty (checked at each put); any other message
-    is converted again, as is one whose conversion differs in any field from the message it
-    was read from.
+    unchanged only while its fields are the very objects they were (names and values, in
+    order), every value immutable or an empty dict or list, still empty (checked at each
+    put); any other message is converted again, as is one whose conversion differs in any
+    field from the message it was read from.
     """
 
     def __init__(self) -> None:
@@ -104,7 +105,8 @@ class KnownMessages:
         if entry is not None and entry[0]() is not message:
             entry = None  # another message that had its id, gone
         if entry is not None and entry[2] is not None and not message.__pydantic_extra__:
-            now = tuple(message.__dict__.values())
+            fields = message.__dict__
+            now = (*fields, *fields.values())
             if (
                 len(now) == len(entry[2])
                 and all(map(operator.is_, now, entry[2]))
@@ -118,7 +120,7 @@ class KnownMessages:
         source = entry[1] if entry is not None else None
         if source is not None and _same_fields(converted, source):
             converted = source
-        empties = [value for value in fields if type(value) in _CONTAINERS]
+        empties = [value for value in fields if type(value) in _CONTAINERS]  # keys are str
         ref = entry[0] if entry is not None else self._ref(message)
         self._known[id(message)] = (ref, source, fields, empties, converted)
         return converted
@@ -140,22 +142,29 @@ _CONTAINERS = frozenset({dict, list})
 
 
 def _fields(message: Any) -> tuple[Any, ...] | None:
-    """The objects a LangChain message's fields hold, if none can change in place unseen:
-    each immutable, or an empty dict or list; no extra field. None otherwise."""
+    """A LangChain message's field names, then the objects they hold, if none can change in
+    place unseen: each immutable, or an empty dict or list; no extra field. None otherwise."""
     if message.__pydantic_extra__:
         return None
-    values = tuple(message.__dict__.values())
-    for value in values:
+    fields = message.__dict__
+    for value in fields.values():
         if type(value) not in _IMMUTABLE and not (type(value) in _CONTAINERS and not value):
             return None
-    return values
+    return (*fields, *fields.values())
 
 
 def _same_fields(a: Message, b: Message) -> bool:
-    """The same fields in the same order, each equal and of the same type (1 is not True:
-    they are stored apart)."""
-    return list(a.items()) == list(b.items()) and all(
-        map(operator.is_, map(type, a.values()), map(type, b.values()))
+    """The same fields in the same order, each the same value (see `_same_value`)."""
+    return list(a) == list(b) and all(map(_same_value, a.values(), b.values()))
+
+
+def _same_value(x: Any, y: Any) -> bool:
+    """Equal, of the same type, and a float of the same sign: 1 and True, 0.0 and -0.0 are
+    stored apart."""
+    return (
+        type(x) is type(y)
+        and x == y
+        and (type(x) is not float or math.copysign(1.0, x) == math.copysign(1.0, y))
     )
 
 
