@@ -8,6 +8,7 @@ import pytest
 
 from ttcli.errors import (
     CheckpointNotFoundError,
+    ConfigError,
     InvalidFilterError,
     SerializationError,
     StorageError,
@@ -252,6 +253,18 @@ def test_has_checkpoint_names_exactly_what_is_stored(saver: BaseSaver) -> None:
     assert not saver.has_checkpoint(config(checkpoint=first, ns="sub"))
     assert not saver.has_checkpoint(config("nobody", first))
     assert not saver.has_checkpoint(config())  # no checkpoint named
+
+
+def test_a_step_whose_config_names_no_thread_is_refused_before_anything_begins(
+    saver: BaseSaver,
+) -> None:
+    (first,) = put_chain(saver, steps=1)
+    no_thread = {"configurable": {"checkpoint_ns": ""}}
+    with saver.batch():  # the batch it is refused in goes on
+        with pytest.raises(ConfigError):
+            saver.put_step(no_thread, [("task", "", [("x", 1)])], None)
+        saver.put_writes(config(checkpoint=first), [("y", 2)], "t2")
+    assert [w[1:] for w in saver.get_writes(config(checkpoint=first))] == [("", "y", 2)]
 
 
 def test_delete_thread_removes_only_that_thread(saver: BaseSaver) -> None:

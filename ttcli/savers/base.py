@@ -316,9 +316,10 @@ class BaseSaver(ABC):
         return len(self.checkpoint_ids(config, below=below))
 
     def has_checkpoint(self, config: RunnableConfig) -> bool:
-        """Whether the checkpoint `config` names is stored, read without decoding anything
-        (a write refused for want of its checkpoint rolls its transaction back, and with it
-        what the saver keeps in memory). Backends with an index override this."""
+        """Whether the checkpoint `config` names is stored: asked before a write that would
+        be refused for want of it (a refused write rolls its transaction back, and with it
+        what the saver keeps in memory). This default lists the thread; backends override it
+        with a lookup that decodes nothing."""
         checkpoint_id = self.ref(config).checkpoint_id
         return checkpoint_id is not None and checkpoint_id in self.checkpoint_ids(
             config, since=checkpoint_id

@@ -215,6 +215,12 @@ class InMemorySaver(BaseSaver):
             )
             return [] if stored is None else _writes(stored, self.serde)
 
+    def has_checkpoint(self, config: RunnableConfig) -> bool:
+        ref = self.ref(config)
+        with self._lock:
+            thread = self._threads.get((ref.thread_id, ref.checkpoint_ns), {})
+            return ref.checkpoint_id is not None and ref.checkpoint_id in thread
+
     def stored_pending_writes(
         self, config: RunnableConfig, checkpoint_ids: Iterable[str]
     ) -> dict[str, builtins.list[TaskWrite]]:

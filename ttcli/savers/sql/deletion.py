@@ -54,7 +54,8 @@ class Deletion(OnParts):
         self.stored_names = VerbatimNames(self.names)
         self.stored_pending = PendingWrites(self.connection, self.stored_names)
         self.stored_blobs = BlobStore(self.blobs.rows, serde.VERBATIM)
-        self.connection.on_rollback.append(self.stored_blobs.forget)
+        self.connection.on_rollback += [self.stored_blobs.forget, self.copied.forget]
+        self.connection.on_other_writer.append(self.copied.forget)
         self.stored_states = States(
             self.connection, self.stored_names, self.stored_blobs, self.stored_pending
         )

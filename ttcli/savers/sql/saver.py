@@ -65,7 +65,7 @@ class SqlSaver(BaseSaver):
         self.states = States(connection, self.names, self.blobs, self.pending)
         #: what the writer and the deletion work on; they are built when first used, so that
         #: a command that only reads never imports them (the CLI's start-up)
-        self.parts = (connection, self.rows, self.pending, self.states, self.blobs, self.names)
+        self._parts = (connection, self.rows, self.pending, self.states, self.blobs, self.names)
         self._built: dict[str, Any] = {}
         self._building = threading.Lock()
 
@@ -211,8 +211,9 @@ class SqlSaver(BaseSaver):
         if not self._own_puts():  # an override sees every call, and may change values
             super().put_step(config, writes, checkpoint)
             return
+        ref = self.ref(config)  # a bad config is refused before the transaction begins
         with self.batch():  # one transaction: no other code runs between the step's puts
-            self.writer.put_step(self.ref(config), writes, checkpoint)
+            self.writer.put_step(ref, writes, checkpoint)
 
     def _own_puts(self) -> bool:
         """Whether `put` and `put_writes` are this class's own, not a subclass's override
@@ -341,13 +342,10 @@ class SqlSaver(BaseSaver):
 def _new_writer(saver: SqlSaver) -> Writer:
     from ttcli.savers.sql.put import Writer
 
-    return Writer(*saver.parts)
+    return Writer(*saver._parts)
 
 
 def _new_deletion(saver: SqlSaver) -> Deletion:
     from ttcli.savers.sql.deletion import Deletion
 
-    deletion = Deletion(*saver.parts)
-    saver.connection.on_rollback.append(deletion.copied.forget)
-    saver.connection.on_other_writer.append(deletion.copied.forget)
-    return deletion
+    return Deletion(*saver._parts)
