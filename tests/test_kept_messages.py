@@ -6,6 +6,7 @@ the next reader gets, is never the message as it was before."""
 from __future__ import annotations
 
 import operator
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, TypedDict
@@ -95,6 +96,94 @@ def test_a_result_the_app_changes_in_place_never_reaches_the_next_turn(
     assert [dict(m) for m in after["messages"][:2]] == stored
     assert [dict(m) for m in again[:2]] == stored
     assert _stored(db_path)[:2] == stored
+
+
+@pytest.mark.parametrize("way", WAYS)
+def test_a_result_the_caller_keeps_never_sees_a_later_turns_change_in_place(
+    db_path: Path, way: str
+) -> None:
+    with SqliteSaver.from_conn_string(db_path) as saver:
+        app = _chat(WAYS[way]).compile(checkpointer=saver)
+        app.invoke({"messages": [_first()]}, config("t"))
+        kept = app.invoke({"messages": [("user", "another " * 8)]}, config("t"))
+        before = [dict(m) for m in kept["messages"]]
+        # the third turn's node changes the history's first message in place
+        after = app.invoke({"messages": [("user", "a third " * 8)]}, config("t"))
+    assert dict(after["messages"][0]) != before[0]
+    assert [dict(m) for m in kept["messages"]] == before
+
+
+@pytest.mark.parametrize("way", WAYS)
+def test_a_change_in_place_to_messages_no_one_kept_leaves_the_past_as_stored(
+    db_path: Path, way: str
+) -> None:
+    """Each turn's result is dropped, so the next turn may be handed the very messages the
+    last one had: a node changing one in place changes what the saver kept."""
+
+    def history(app: Any) -> list[list[dict[str, Any]]]:
+        return [[dict(m) for m in s.values["messages"]] for s in app.get_state_history(config("t"))]
+
+    with SqliteSaver.from_conn_string(db_path) as saver:
+        app = _chat(WAYS[way]).compile(checkpointer=saver)
+        app.invoke({"messages": [_first()]}, config("t"))
+        for turn in range(2):  # the node changes the first message in the last turn
+            app.invoke({"messages": [("user", f"question {turn} " * 8)]}, config("t"))
+        seen = history(app)
+        latest = [dict(m) for m in app.get_state(config("t")).values["messages"]]
+    with SqliteSaver.from_conn_string(db_path) as reader:
+        assert history(_chat().compile(checkpointer=reader)) == seen
+    first = [values[0] for values in seen if values]
+    assert first[-1] == {**_first(), "id": first[-1]["id"]}  # the oldest: as stored
+    assert latest[0] == first[0] != first[-1]  # the newest: as the node changed it
+
+
+@pytest.mark.parametrize("way", WAYS)
+def test_a_read_changed_in_place_and_dropped_never_reaches_the_next_read(
+    db_path: Path, way: str
+) -> None:
+    with SqliteSaver.from_conn_string(db_path) as saver:
+        app = _chat().compile(checkpointer=saver)
+        for question in (_first(), ("user", "another " * 8)):
+            app.invoke({"messages": [question]}, config("t"))
+        stored = [dict(m) for m in app.get_state(config("t")).values["messages"]]
+        for _ in range(2):  # the second read is handed what the first one changed
+            WAYS[way](app.get_state(config("t")).values["messages"][0])
+        again = [dict(m) for m in app.get_state(config("t")).values["messages"]]
+        app.invoke({"messages": [("user", "a third " * 8)]}, config("t"))
+    assert again == stored
+    assert _stored(db_path)[:4] == stored
+
+
+def test_readers_in_threads_that_change_what_they_read_never_see_each_others_changes(
+    db_path: Path,
+) -> None:
+    with SqliteSaver.from_conn_string(db_path) as saver:
+        app = _chat().compile(checkpointer=saver)
+        for question in (_first(), ("user", "another " * 8)):
+            app.invoke({"messages": [question]}, config("t"))
+        stored = [dict(m) for m in app.get_state(config("t")).values["messages"]]
+        seen: list[tuple[list[dict[str, Any]], str]] = []
+        together = threading.Barrier(4)
+
+        def read(name: str) -> None:
+            for _ in range(50):
+                messages = app.get_state(config("t")).values["messages"]
+                values = [dict(m) for m in messages]
+                together.wait()  # all four hold what they read
+                messages[0].content = name
+                together.wait()  # all four changed it
+                seen.append((values, messages[0].content))
+                del messages  # dropped, as the next read begins
+                together.wait()
+
+        threads = [threading.Thread(target=read, args=(f"reader {i}",)) for i in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    assert len(seen) == 200
+    assert all(values == stored for values, _ in seen)
+    assert sorted(content for _, content in seen) == sorted([f"reader {i}" for i in range(4)] * 50)
 
 
 def test_a_message_class_that_changes_without_telling_is_still_checked(db_path: Path) -> None:

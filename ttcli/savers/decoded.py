@@ -1,13 +1,14 @@
 """Decoded list values kept between reads: a chat reads its history at every turn.
 
 Only lists of immutable scalars, and of messages or plain dicts whose fields are all immutable
-scalars, are kept; each reader gets copies, and a message changed in place is never taken for
-what was stored (see `Decoded`).
+scalars, are kept; each reader gets copies (unless no one holds the messages it would copy
+any more), and a message changed in place is never taken for what was stored (see `Decoded`).
 """
 
 from __future__ import annotations
 
 import operator
+import sys
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -65,8 +66,10 @@ class Decoded:
 
     Only lists of immutable scalars, and of messages or plain dicts (both "messages" here)
     whose fields are all immutable scalars, are kept, and each reader gets messages of its
-    own (copies), so what one reader changes no other sees. A message changed in place is
-    never handed out again nor taken for what was stored:
+    own (copies), so what one reader changes no other sees: the next reader gets the very
+    messages the last one had only when nothing holds them but the saver (the last run's
+    result was dropped), see `handed_out`. A message changed in place is never handed out
+    again nor taken for what was stored:
 
     * `Message`s count their changes in place (`message_changes`): while the count has not
       moved since they were last known as kept, they are, without looking at them;
@@ -127,9 +130,16 @@ class Decoded:
     def handed_out(self) -> Decoded | None:
         """The same list with copies of its messages (the same field objects), for a reader
         to take: kept in place of this one, so that the reader's next value is known to
-        extend it. None if a message was changed in place."""
+        extend it. None if a message was changed in place.
+
+        Messages whose changes are counted that nothing else holds any more (the reader they
+        went to dropped them) are handed out themselves, not copied: no one is left whom a
+        change by the next reader could reach. This is what keeps a long chat's turn from
+        growing with its history, in a service that drops each turn's result."""
         if not self.kinds:
             return self
+        if self.originals is self.items and _held_by_the_saver_only(self.items):
+            return self if self.intact() else None
         copies = Grown.whole(_copies(self.kinds, self.originals.copy()))
         if self.originals is not self.items:  # copies of what no reader ever got
             return Decoded(
@@ -170,6 +180,26 @@ class Decoded:
             kinds,
             min(self.seen, added.seen),
         )
+
+
+def _held_by_the_saver_only(items: Grown) -> bool:
+    """Whether no reference to any of the items is held but the one in the kept list, by
+    CPython's reference counts (exact while the GIL serializes them; on an interpreter
+    without them, or without the GIL, never assumed). A weak reference is not counted:
+    whoever keeps one to a message handed out may see the next reader's changes."""
+    return _ALONE is not None and all(map(_ALONE.__eq__, map(sys.getrefcount, items)))
+
+
+def _alone() -> int | None:
+    """What `sys.getrefcount` gives, called as `_held_by_the_saver_only` calls it, for an
+    object held by one list only; None where counts cannot be trusted."""
+    gil = getattr(sys, "_is_gil_enabled", lambda: True)
+    if sys.implementation.name != "cpython" or not gil():
+        return None
+    return next(map(sys.getrefcount, [object()]))
+
+
+_ALONE = _alone()
 
 
 def _all_counted(kinds: Iterable[type]) -> bool:
