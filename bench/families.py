@@ -115,6 +115,8 @@ FAMILIES = [
            lambda: [{"messages": [{"role": "user", "content": _text(-t, 100)}]}
                     for t in range(STEPS)], same_thread=True),
 ]  # fmt: skip
+#: the plain-dict chat, run for 1,000 turns by long_chat as well
+DICT_CHAT = next(family for family in FAMILIES if family.build is _dict_chat)
 
 
 def _units(family: Family) -> int:

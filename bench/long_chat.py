@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from bench import families
 from bench.chat import REPLY_BYTES, USER_BYTES, texts, ttcli_app
 
 TURNS = 1000
@@ -19,38 +20,51 @@ ATTEMPTS = 3
 READS = 20
 
 
-def _chat(workdir: Path, name: str, pairs: list[tuple[str, str]], keep: bool) -> tuple[Any, ...]:
-    """The chat run once in a file of its own: its first and last turns' mean time, and its
-    app, config and close, left open. With `keep`, each turn's result is held until the
-    next turn's comes back (as `result = app.invoke(...)` in a loop holds it), else dropped
-    (as a service answering a request does)."""
-    path = workdir / f"long-chat-{name}.db"
-    app, close = ttcli_app(path, [reply for _, reply in pairs])
+def _edges(app: Any, inputs: list[Any], keep: bool) -> tuple[float, float]:
+    """The mean time of the first and of the last EDGE turns of a chat with `inputs`. With
+    `keep`, each turn's result is held until the next turn's comes back (as
+    `result = app.invoke(...)` in a loop holds it), else dropped (as a service answering a
+    request does)."""
     config = {"configurable": {"thread_id": "long"}}
     times, result = [], None
-    for user, _ in pairs:
+    for value in inputs:
         started = time.perf_counter()
         if keep:
-            result = app.invoke({"messages": [("user", user)]}, config)
+            result = app.invoke(value, config)
         else:
-            app.invoke({"messages": [("user", user)]}, config)
+            app.invoke(value, config)
         times.append(time.perf_counter() - started)
     del result
-    return sum(times[:EDGE]) / EDGE, sum(times[-EDGE:]) / EDGE, app, config, close, path
+    return sum(times[:EDGE]) / EDGE, sum(times[-EDGE:]) / EDGE
 
 
 def main(workdir: Path) -> list[tuple[str, str, str, str]]:
     pairs = texts(TURNS, seed=11)
-    # each way ATTEMPTS times, the first and the last turns each the best of them (one run's
-    # edges moved by 30% with the host's other users); the last run's file and app are
-    # measured further
-    edges: dict[bool, list[tuple[float, float]]] = {True: [], False: []}
+    messages = [{"messages": [("user", user)]} for user, _ in pairs]
+    dicts = [{"messages": [{"role": "user", "content": user}]} for user, _ in pairs]
+    # each chat ATTEMPTS times, in a file of its own, the first and the last turns each the
+    # best of them (one run's edges moved by 30% with the host's other users); the last
+    # message chat's file and app are measured further
+    chats = {
+        "each result dropped": (messages, False),
+        "each result held a turn": (messages, True),
+        "plain-dict messages (operator.add), each result dropped": (dicts, False),
+    }
+    edges: dict[str, list[tuple[float, float]]] = {how: [] for how in chats}
     for attempt in range(ATTEMPTS):
-        for keep in (True, False):
-            first, last, app, config, close, path = _chat(workdir, f"{attempt}-{keep}", pairs, keep)
-            edges[keep].append((first, last))
-            if attempt < ATTEMPTS - 1 or keep:
+        for number, (how, (inputs, keep)) in enumerate(chats.items()):
+            path = workdir / f"long-chat-{attempt}-{number}.db"
+            if inputs is messages:
+                app, close = ttcli_app(path, [reply for _, reply in pairs])
+            else:
+                app, close = families.app_for("ttcli", families.DICT_CHAT, path)
+            edges[how].append(_edges(app, inputs, keep))
+            if attempt < ATTEMPTS - 1 or number:
                 close()
+            else:
+                kept = app, close, path
+    app, close, path = kept
+    config = {"configurable": {"thread_id": "long"}}
     written = _status("VmHWM")
     _reset_peak()
     before = _status("VmRSS")
@@ -63,8 +77,8 @@ def main(workdir: Path) -> list[tuple[str, str, str, str]]:
     close()
     ratio = path.stat().st_size / (TURNS * (USER_BYTES + REPLY_BYTES))
     flat = []
-    for keep, how in ((False, "each result dropped"), (True, "each result held a turn")):
-        first, last = (min(edge[i] for edge in edges[keep]) for i in (0, 1))
+    for how, found in edges.items():
+        first, last = (min(edge[i] for edge in found) for i in (0, 1))
         flat.append(
             (
                 f"chat, {TURNS:,} turns, {how}: last {EDGE} turns / first {EDGE}"

@@ -5,8 +5,12 @@ the next reader gets, is never the message as it was before."""
 
 from __future__ import annotations
 
+import json
 import operator
+import sys
 import threading
+import time
+import weakref
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, TypedDict
@@ -186,6 +190,117 @@ def test_readers_in_threads_that_change_what_they_read_never_see_each_others_cha
     assert sorted(content for _, content in seen) == sorted([f"reader {i}" for i in range(4)] * 50)
 
 
+def test_a_message_the_caller_keeps_a_weak_reference_to_never_sees_a_later_change(
+    db_path: Path,
+) -> None:
+    with SqliteSaver.from_conn_string(db_path) as saver:
+        app = _chat().compile(checkpointer=saver)
+        for question in (_first(), ("user", "another " * 8)):
+            app.invoke({"messages": [question]}, config("t"))
+        stored = [dict(m) for m in app.get_state(config("t")).values["messages"]]
+        cache = weakref.WeakValueDictionary(
+            (m.id, m) for m in app.get_state(config("t")).values["messages"]
+        )  # the read itself is dropped
+        for message in app.get_state(config("t")).values["messages"]:
+            message["content"] = "the next reader's"
+    # a message only weakly held goes (as with copies) or stays as it was: never changed
+    assert [dict(cache[m["id"]]) for m in stored if m["id"] in cache] == [
+        m for m in stored if m["id"] in cache
+    ]
+
+
+class Noted(HumanMessage):
+    """A message class of an application's own, whose messages have attributes of their own
+    (no `__slots__`)."""
+
+
+def test_attributes_one_reader_sets_beside_the_fields_never_reach_the_next(db_path: Path) -> None:
+    with pytest.raises(AttributeError):
+        object.__setattr__(HumanMessage("hi"), "note", "no room beside the fields")
+    with SqliteSaver.from_conn_string(db_path) as saver:
+        app = _chat().compile(checkpointer=saver)
+        for question in (Noted("a question " * 8), ("user", "another " * 8)):
+            app.invoke({"messages": [question]}, config("t"))
+        read = app.get_state(config("t")).values["messages"][0]
+        object.__setattr__(read, "note", "the first reader's")
+        del read
+        again = app.get_state(config("t")).values["messages"][0]
+    assert type(again) is Noted
+    assert "note" not in vars(again)
+
+
+class Quieter(HumanMessage):
+    """Changes through attributes without telling (its own `__setattr__`)."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        dict.__setitem__(self, name, value)
+
+
+def test_a_message_class_whose_attributes_change_without_telling_is_still_checked(
+    db_path: Path,
+) -> None:
+    def bot(state: MessagesState) -> dict[str, Any]:
+        if len(state["messages"]) > 2:
+            state["messages"][0].content = "changed quietly"
+        return {"messages": [("assistant", "a reply " * 8)]}
+
+    builder = StateGraph(MessagesState)
+    builder.add_node("bot", bot)
+    builder.add_edge(START, "bot")
+    with SqliteSaver.from_conn_string(db_path) as saver:
+        app = builder.compile(checkpointer=saver)
+        for question in (Quieter("a question " * 8), ("user", "another " * 8)):
+            result = app.invoke({"messages": [question]}, config("t"))
+    assert not changes_counted(Quieter)
+    assert result["messages"][0]["content"] == "changed quietly"
+    assert _stored(db_path) == [dict(m) for m in result["messages"]]
+
+
+def test_a_message_changed_while_its_checkpoint_is_stored_in_the_background(
+    db_path: Path,
+) -> None:
+    """durability="async": the committer's thread encodes a step's checkpoint while the next
+    node changes in place a message it holds. What the saver keeps of that checkpoint must
+    be what it stored, or every later checkpoint built on it is stored wrong."""
+
+    def first(state: MessagesState) -> dict[str, Any]:
+        state["messages"][0]["content"] = f"by the first node {len(state['messages'])}"
+        return {"messages": [("assistant", "a reply " * 200)]}
+
+    def second(state: MessagesState) -> dict[str, Any]:
+        state["messages"][0]["content"] = "by the second node"
+        time.sleep(0.002)  # while the first node's checkpoint is being stored
+        return {"messages": [("assistant", "b")]}
+
+    builder = StateGraph(MessagesState)
+    builder.add_node("first", first)
+    builder.add_node("second", second)
+    builder.add_edge(START, "first")
+    builder.add_edge("first", "second")
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # the threads take turns as often as they can
+    try:
+        for trial in range(100):
+            path = db_path.with_name(f"race-{trial}.db")
+            with SqliteSaver.from_conn_string(path) as saver:
+                app = builder.compile(checkpointer=saver)
+                for turn in range(3):
+                    question = HumanMessage(f"question {turn}", id=f"q{turn}")
+                    app.invoke({"messages": [question]}, config("t"), durability="async")
+                mine = [
+                    [dict(m) for m in s.values["messages"]]
+                    for s in app.get_state_history(config("t"))
+                ]
+            with SqliteSaver.from_conn_string(path) as reader:
+                theirs = [
+                    [dict(m) for m in s.values["messages"]]
+                    for s in _chat().compile(checkpointer=reader).get_state_history(config("t"))
+                ]
+            assert mine == theirs, f"trial {trial}"
+    finally:
+        sys.setswitchinterval(interval)
+
+
 def test_a_message_class_that_changes_without_telling_is_still_checked(db_path: Path) -> None:
     builder = _chat(lambda first: first.__setitem__("content", "changed quietly"))
     with SqliteSaver.from_conn_string(db_path) as saver:
@@ -219,6 +334,50 @@ def test_a_plain_dict_a_node_changes_in_place_is_stored_changed(db_path: Path) -
             )
     assert result["messages"][0]["text"] == "changed"
     assert _stored(db_path) == result["messages"]
+
+
+def _renamed(message: dict[str, Any]) -> None:
+    message["words"] = message.pop("text")
+
+
+def _reordered(message: dict[str, Any]) -> None:
+    message["role"] = message.pop("role")
+
+
+#: each way a plain dict changes in place, some to an equal value that is stored otherwise
+DICT_WAYS: dict[str, Callable[[dict[str, Any]], None]] = {
+    "value": lambda m: m.__setitem__("text", "changed"),
+    "True for 1": lambda m: m.__setitem__("n", True),
+    "1.0 for 1": lambda m: m.__setitem__("n", 1.0),
+    "-0.0 for 0.0": lambda m: m.__setitem__("x", -0.0),
+    "key renamed": _renamed,
+    "keys reordered": _reordered,
+    "key added": lambda m: m.__setitem__("extra", [1, {"a": None}]),
+    "key deleted": lambda m: m.__delitem__("x"),
+    "cleared": lambda m: m.clear(),
+}
+
+
+@pytest.mark.parametrize("way", DICT_WAYS)
+def test_a_plain_dict_changed_in_place_any_way_is_stored_as_it_then_is(
+    db_path: Path, way: str
+) -> None:
+    def bot(state: DictChat) -> dict[str, Any]:
+        if len(state["messages"]) == 5:
+            DICT_WAYS[way](state["messages"][0])
+        return {"messages": [{"role": "bot", "text": "hi " * 9, "n": 1, "x": 0.0}]}
+
+    builder = StateGraph(DictChat)
+    builder.add_node("bot", bot)
+    builder.add_edge(START, "bot")
+    with SqliteSaver.from_conn_string(db_path) as saver:
+        app = builder.compile(checkpointer=saver)
+        for turn in range(4):
+            question = {"role": "user", "text": f"q{turn} " * 9, "n": 1, "x": 0.0}
+            result = app.invoke({"messages": [question]}, config("t"))
+        mine = app.get_state(config("t")).values["messages"]
+    assert json.dumps(result["messages"][0]) != json.dumps(result["messages"][2])
+    assert json.dumps(_stored(db_path)) == json.dumps(result["messages"]) == json.dumps(mine)
 
 
 def test_two_forks_of_one_checkpoint_each_keep_their_own_messages(db_path: Path) -> None:

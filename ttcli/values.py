@@ -50,8 +50,11 @@ def _counted(method: Callable[..., Any]) -> Callable[..., Any]:
 class Message(dict[str, Any]):
     """A chat message: a dict with `type`, `content` and `id`, readable as attributes.
 
-    Changes in place are counted (`message_changes`).
+    Changes in place are counted (`message_changes`). A message has its fields and nothing
+    else: no attributes of its own beside them (which a copy would not carry).
     """
+
+    __slots__ = ("__weakref__",)
 
     message_type = ""
     #: what reading an absent field gives, as LangChain's message classes default them
@@ -102,20 +105,24 @@ class Message(dict[str, Any]):
 
 
 class HumanMessage(Message):
+    __slots__ = ()
     message_type = "human"
 
 
 class AIMessage(Message):
+    __slots__ = ()
     message_type = "ai"
     defaults = {**Message.defaults, "tool_calls": [], "invalid_tool_calls": []}
     defaults["usage_metadata"] = None
 
 
 class SystemMessage(Message):
+    __slots__ = ()
     message_type = "system"
 
 
 class ToolMessage(Message):
+    __slots__ = ()
     message_type = "tool"
     defaults = {**Message.defaults, "artifact": None, "status": "success"}
 
@@ -123,6 +130,7 @@ class ToolMessage(Message):
 class RemoveMessage(Message):
     """Removes the message with this id when passed through `add_messages`."""
 
+    __slots__ = ()
     message_type = "remove"
 
     def __init__(self, id: str, **fields: Any) -> None:  # noqa: A002 - LangChain's keyword
@@ -150,6 +158,8 @@ def rebuild(
 
 #: the methods through which a message changes in place, all counted
 _CHANGING = (
+    "__setattr__",
+    "__delattr__",
     "__setitem__",
     "__delitem__",
     "__ior__",

@@ -19,6 +19,7 @@ from ttcli.savers.blobs import (
     ChannelInfo,
     entry_refs,
 )
+from ttcli.savers.decoded import Decoded, still_as_kept
 from ttcli.savers.encoded_lists import body
 from ttcli.savers.serde import Ref, array_header
 
@@ -144,18 +145,20 @@ class BlobWriter:
         if type(value) is list and isinstance(previous, Ref):
             # the list the previous value was, grown by new items: only they are encoded
             tail = self.store.appended_items(previous.key, value)
-            appended = None if tail is None else self._append(value, previous.key, tail=tail)
-            if appended is not None:
-                assert tail is not None
-                self.store.keep_appended(previous.key, appended.key, tail)
-                return appended
+            if tail is not None:
+                added = Decoded.of(tail)  # taken before it is encoded (see keep_decoded)
+                appended = self._append(value, previous.key, tail=tail)
+                if appended is not None:
+                    self.store.keep_appended(previous.key, appended.key, still_as_kept(added))
+                    return appended
+        kept = Decoded.of(value)
         data = self.serde.dumps(value, path=name)
         if len(data) <= INLINE_MAX:
             return self.serde.loads(data)
         if type(value) is list and isinstance(previous, Ref):
             appended = self._append(value, previous.key, data=data)
             if appended is not None:
-                self.store.keep_decoded(appended.key, value, base_key=previous.key)
+                self.store.keep_decoded(appended.key, still_as_kept(kept), base_key=previous.key)
                 return appended
         if self.offered:
             self._read_offers()
@@ -167,7 +170,7 @@ class BlobWriter:
         if isinstance(entry, Ref):
             length = len(value) if type(value) is list else -1
             self.store.remember(entry.key, ChannelInfo(data, length, 0, len(data), 0))
-            self.store.keep_decoded(entry.key, value)
+            self.store.keep_decoded(entry.key, still_as_kept(kept))
             if type(value) is dict:  # the next step's map may be a delta from this one
                 self.store.remember_dict(entry.key, dict_delta.info_of(value, 0))
         return entry

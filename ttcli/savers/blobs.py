@@ -181,7 +181,7 @@ class BlobStore:
         if len(rows) > 1 and dict_delta.is_delta(rows[1][3]):
             return self._map(blob_key, *self._maps.newest(rows))
         value = self._read_chain(blob_key, rows)
-        self.keep_decoded(blob_key, value, lineage=_lineage(rows))
+        self.keep_decoded(blob_key, Decoded.of(value), lineage=_lineage(rows))
         self._maps.keep_scalar(blob_key, value)
         return value
 
@@ -244,10 +244,11 @@ class BlobStore:
             return None
         return value[len(decoded.items) :]
 
-    def keep_appended(self, base_key: int, blob_key: int, tail: list[Any]) -> None:
-        """Keep the blob's list: the (intact) one kept for `base_key` with `tail` added."""
+    def keep_appended(self, base_key: int, blob_key: int, added: Decoded | None) -> None:
+        """Keep the blob's list: the (intact) one kept for `base_key` with the items `added`
+        (as they were when they were encoded)."""
         decoded = self._decoded.get(base_key)
-        kept = None if decoded is None else decoded.extended(tail)
+        kept = None if decoded is None or added is None else decoded.extended(added)
         if kept is not None:
             self._keep(
                 blob_key, kept, Lineage(blob_key, len(kept.items), self._lineages.get(base_key))
@@ -256,14 +257,15 @@ class BlobStore:
     def keep_decoded(
         self,
         blob_key: int,
-        value: Any,
+        kept: Decoded | None,
         *,
         base_key: int | None = None,
         lineage: Lineage | None = None,
     ) -> None:
-        """Keep a list channel value the blob holds, to hand out copies of (see Decoded);
-        with the blob it appends to, or the lineage of the blobs it extends, if known."""
-        kept = Decoded.of(value)
+        """Keep a list channel value the blob holds, to hand out copies of (see Decoded),
+        taken from the value before it was encoded (a message changed meanwhile, in another
+        thread, is then not taken for what was stored); with the blob it appends to, or the
+        lineage of the blobs it extends, if known."""
         if kept is None:
             return
         if lineage is None:
