@@ -5,8 +5,10 @@ the next reader gets, is never the message as it was before."""
 
 from __future__ import annotations
 
+import copy
 import json
 import operator
+import pickle
 import sys
 import threading
 import time
@@ -18,7 +20,7 @@ from typing import Annotated, Any, TypedDict
 import pytest
 
 from tests.test_saver_contract import config
-from ttcli import END, START, HumanMessage, MessagesState, StateGraph, add_messages
+from ttcli import END, START, AIMessage, HumanMessage, MessagesState, StateGraph, add_messages
 from ttcli.savers.sqlite import SqliteSaver
 from ttcli.values import Message, changes_counted, message_changes
 
@@ -256,23 +258,148 @@ def test_a_message_class_whose_attributes_change_without_telling_is_still_checke
     assert _stored(db_path) == [dict(m) for m in result["messages"]]
 
 
-def test_a_message_changed_while_its_checkpoint_is_stored_in_the_background(
-    db_path: Path,
+class Text(str):
+    """A value that encodes as the text it is, but is not one."""
+
+
+def _types(messages: list[Any]) -> list[tuple[str, dict[str, str]]]:
+    return [(type(m).__name__, {k: type(v).__name__ for k, v in m.items()}) for m in messages]
+
+
+@pytest.mark.parametrize(
+    "replace",
+    [
+        pytest.param(lambda m: m.__setitem__("b", bytearray(m["b"])), id="bytearray for bytes"),
+        pytest.param(lambda m: m.__setitem__("text", Text(m["text"])), id="a str subclass"),
+    ],
+)
+def test_a_plain_dict_value_replaced_by_one_that_encodes_the_same_reads_as_stored(
+    db_path: Path, replace: Callable[[dict[str, Any]], None]
+) -> None:
+    """What a reader gets is what a reader of the file gets, types too, when a plain dict's
+    value was replaced by another type's that encodes the same and the history then got a
+    message of another kind."""
+
+    def bot(state: DictChat) -> dict[str, Any]:
+        if len(state["messages"]) == 3:
+            replace(state["messages"][0])
+            return {"messages": [AIMessage("a reply " * 9)]}
+        return {"messages": [{"role": "bot", "text": "r " * 20, "b": b"bytes"}]}
+
+    builder = StateGraph(DictChat)
+    builder.add_node("bot", bot)
+    builder.add_edge(START, "bot")
+    with SqliteSaver.from_conn_string(db_path) as saver:
+        app = builder.compile(checkpointer=saver)
+        for turn in range(2):
+            question = {"role": "user", "text": f"q{turn} " * 20, "b": b"bytes"}
+            app.invoke({"messages": [question]}, config("t"))
+        mine = app.get_state(config("t")).values["messages"]
+    with SqliteSaver.from_conn_string(db_path) as reader:
+        theirs = builder.compile(checkpointer=reader).get_state(config("t")).values["messages"]
+    assert _types(mine) == _types(theirs)
+    assert mine == theirs
+
+
+class Tagged(HumanMessage):
+    """A message class of an application's own with a slot beside the fields."""
+
+    __slots__ = ("note",)
+
+
+def test_a_slot_one_reader_sets_beside_the_fields_never_reaches_the_next(db_path: Path) -> None:
+    with SqliteSaver.from_conn_string(db_path) as saver:
+        app = _chat().compile(checkpointer=saver)
+        for question in (Tagged("a question " * 8), ("user", "another " * 8)):
+            app.invoke({"messages": [question]}, config("t"))
+        read = app.get_state(config("t")).values["messages"][0]
+        read.__class__.note.__set__(read, "the first reader's")
+        del read
+        again = app.get_state(config("t")).values["messages"][0]
+    assert type(again) is Tagged
+    assert not hasattr(again, "note")
+
+
+@pytest.mark.parametrize("protocol", range(pickle.HIGHEST_PROTOCOL + 1))
+@pytest.mark.parametrize("cls", [Message, HumanMessage, AIMessage, Noted, Tagged])
+def test_messages_pickle_and_copy_with_every_protocol(cls: type[Message], protocol: int) -> None:
+    message = cls("hi", id="1", name="n")
+    for again in (pickle.loads(pickle.dumps(message, protocol)), copy.copy(message)):
+        assert type(again) is cls
+        assert again == message
+
+
+class Numbers(TypedDict):
+    messages: Annotated[list[Message], add_messages]
+    numbers: Annotated[list[int], operator.add]
+
+
+def test_a_list_of_numbers_beside_a_chat_whose_messages_change_in_place(db_path: Path) -> None:
+    def bot(state: Numbers) -> dict[str, Any]:
+        if len(state["messages"]) > 2:
+            state["messages"][0].content = "changed in place"
+        return {"messages": [("assistant", "a reply " * 8)], "numbers": list(range(1000, 1010))}
+
+    builder = StateGraph(Numbers)
+    builder.add_node("bot", bot)
+    builder.add_edge(START, "bot")
+    with SqliteSaver.from_conn_string(db_path) as saver:
+        app = builder.compile(checkpointer=saver)
+        for turn in range(3):
+            question = {"messages": [HumanMessage(f"q{turn} " * 8)], "numbers": [turn]}
+            result = app.invoke(question, config("t"))
+        history = [s.values for s in app.get_state_history(config("t"))]
+    assert len(result["numbers"]) == 33
+    with SqliteSaver.from_conn_string(db_path) as reader:
+        assert [
+            s.values for s in builder.compile(checkpointer=reader).get_state_history(config("t"))
+        ] == history
+
+
+def _message(text: str, number: int) -> Message:
+    return HumanMessage(text, id=f"m{number}")
+
+
+def _plain(text: str, number: int) -> dict[str, Any]:
+    return {"role": "user", "text": text, "n": number}
+
+
+def _changed(history: list[Any], number: int) -> None:
+    history[0]["text" if type(history[0]) is dict else "content"] = f"changed {number}"
+
+
+def _replaced(history: list[Any], number: int) -> None:
+    history[0] = (_plain if type(history[0]) is dict else _message)(f"replaced {number}", number)
+
+
+#: (the history's items, how the next node changes the history while the committer stores it)
+RACES = {
+    "a message changed": (_message, _changed),
+    "a message replaced": (_message, _replaced),
+    "a plain dict changed": (_plain, _changed),
+    "a plain dict replaced": (_plain, _replaced),
+}
+
+
+@pytest.mark.parametrize("race", RACES)
+def test_a_history_changed_while_its_checkpoint_is_stored_in_the_background(
+    db_path: Path, race: str
 ) -> None:
     """durability="async": the committer's thread encodes a step's checkpoint while the next
-    node changes in place a message it holds. What the saver keeps of that checkpoint must
+    node changes in place the history it holds. What the saver keeps of that checkpoint must
     be what it stored, or every later checkpoint built on it is stored wrong."""
+    make, change = RACES[race]
 
-    def first(state: MessagesState) -> dict[str, Any]:
-        state["messages"][0]["content"] = f"by the first node {len(state['messages'])}"
-        return {"messages": [("assistant", "a reply " * 200)]}
+    def first(state: DictChat) -> dict[str, Any]:
+        return {"messages": [make("a reply " * 300, len(state["messages"]))]}
 
-    def second(state: MessagesState) -> dict[str, Any]:
-        state["messages"][0]["content"] = "by the second node"
-        time.sleep(0.002)  # while the first node's checkpoint is being stored
-        return {"messages": [("assistant", "b")]}
+    def second(state: DictChat) -> dict[str, Any]:
+        for number in range(100):  # while the first node's checkpoint is being stored
+            change(state["messages"], number)
+            time.sleep(0)
+        return {"messages": [make("b", 1000 + len(state["messages"]))]}
 
-    builder = StateGraph(MessagesState)
+    builder = StateGraph(DictChat)
     builder.add_node("first", first)
     builder.add_node("second", second)
     builder.add_edge(START, "first")
@@ -280,23 +407,17 @@ def test_a_message_changed_while_its_checkpoint_is_stored_in_the_background(
     interval = sys.getswitchinterval()
     sys.setswitchinterval(1e-6)  # the threads take turns as often as they can
     try:
-        for trial in range(100):
+        for trial in range(60):
             path = db_path.with_name(f"race-{trial}.db")
             with SqliteSaver.from_conn_string(path) as saver:
                 app = builder.compile(checkpointer=saver)
                 for turn in range(3):
-                    question = HumanMessage(f"question {turn}", id=f"q{turn}")
-                    app.invoke({"messages": [question]}, config("t"), durability="async")
-                mine = [
-                    [dict(m) for m in s.values["messages"]]
-                    for s in app.get_state_history(config("t"))
-                ]
+                    question = {"messages": [make(f"question {turn} " * 5, turn)]}
+                    app.invoke(question, config("t"), durability="async")
+                mine = [json.dumps(s.values) for s in app.get_state_history(config("t"))]
             with SqliteSaver.from_conn_string(path) as reader:
-                theirs = [
-                    [dict(m) for m in s.values["messages"]]
-                    for s in _chat().compile(checkpointer=reader).get_state_history(config("t"))
-                ]
-            assert mine == theirs, f"trial {trial}"
+                history = builder.compile(checkpointer=reader).get_state_history(config("t"))
+                assert [json.dumps(s.values) for s in history] == mine, f"trial {trial}"
     finally:
         sys.setswitchinterval(interval)
 

@@ -97,6 +97,10 @@ class Message(dict[str, Any]):
         except KeyError:
             raise AttributeError(name) from None
 
+    def __getstate__(self) -> Any:
+        # pickle's protocols 0 and 1 refuse a class with slots that keeps object's own
+        return object.__getstate__(self)
+
     def __repr__(self) -> str:
         fields = ", ".join(f"{key}={value!r}" for key, value in self.items() if key != "type")
         if type(self) is Message:

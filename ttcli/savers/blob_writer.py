@@ -149,7 +149,7 @@ class BlobWriter:
                 added = Decoded.of(tail)  # taken before it is encoded (see keep_decoded)
                 appended = self._append(value, previous.key, tail=tail)
                 if appended is not None:
-                    self.store.keep_appended(previous.key, appended.key, still_as_kept(added))
+                    self.store.keep_appended(previous.key, appended.key, still_as_kept(added, tail))
                     return appended
         kept = Decoded.of(value)
         data = self.serde.dumps(value, path=name)
@@ -158,7 +158,9 @@ class BlobWriter:
         if type(value) is list and isinstance(previous, Ref):
             appended = self._append(value, previous.key, data=data)
             if appended is not None:
-                self.store.keep_decoded(appended.key, still_as_kept(kept), base_key=previous.key)
+                self.store.keep_decoded(
+                    appended.key, still_as_kept(kept, value), base_key=previous.key
+                )
                 return appended
         if self.offered:
             self._read_offers()
@@ -170,7 +172,7 @@ class BlobWriter:
         if isinstance(entry, Ref):
             length = len(value) if type(value) is list else -1
             self.store.remember(entry.key, ChannelInfo(data, length, 0, len(data), 0))
-            self.store.keep_decoded(entry.key, still_as_kept(kept))
+            self.store.keep_decoded(entry.key, still_as_kept(kept, value))
             if type(value) is dict:  # the next step's map may be a delta from this one
                 self.store.remember_dict(entry.key, dict_delta.info_of(value, 0))
         return entry

@@ -119,6 +119,8 @@ class Decoded:
     def intact(self, length: int | None = None) -> bool:
         """Whether every message handed out or stored is as it was kept (with `length`,
         those among the first `length` items)."""
+        if not self.kinds:
+            return True  # immutable scalars
         now = message_changes()  # before looking (see `of`)
         if now == self.seen and _all_counted(self.kinds):
             return True  # all are messages whose changes are counted, and none changed
@@ -187,7 +189,13 @@ class Decoded:
         if self.originals is not self.items and added.originals is not added.items:
             originals = self.originals.plus(added.originals.shared)
         else:  # copied whole only when messages whose changes are counted meet others
-            originals = _originals(kinds, items)
+            # (from the originals: a plain dict's value a reader replaced by one that
+            # encodes the same, bytearray for bytes, is no original)
+            originals = (
+                items
+                if _all_counted(kinds)
+                else Grown.whole(_copies(kinds, [*self.originals, *added.originals]))
+            )
         return Decoded(
             items,
             originals,
@@ -200,11 +208,14 @@ class Decoded:
         )
 
 
-def still_as_kept(kept: Decoded | None) -> Decoded | None:
-    """`kept`, taken from a value before it was encoded, if the value is still as it was
-    then, and so as encoded; else None (another thread changed a message meanwhile: what
-    was kept is not what was stored)."""
-    return kept if kept is not None and kept.intact() else None
+def still_as_kept(kept: Decoded | None, value: list[Any]) -> Decoded | None:
+    """`kept`, taken from the list `value` before it was encoded, if the list still holds
+    the same items, as they were then, and so as encoded; else None (another thread
+    changed the list or a message meanwhile: what was kept is not what was stored)."""
+    if kept is None or len(value) != len(kept.items):
+        return None
+    same = all(map(operator.is_, value, kept.items))
+    return kept if same and kept.intact() else None
 
 
 def _encoded(items: list[Any]) -> bytes | None:
@@ -237,8 +248,11 @@ def _held_by_the_saver_only(items: Grown) -> bool:
 
 def _fields_only(kinds: Iterable[type]) -> bool:
     """Whether messages of these classes hold nothing but their fields (no attributes of
-    their own, which a reader could set and the next one would find)."""
-    return all(kind.__dictoffset__ == 0 for kind in kinds)
+    their own, in a `__dict__` or in slots, which a reader could set and the next one would
+    find)."""
+    return all(
+        kind.__dictoffset__ == 0 and kind.__basicsize__ == Message.__basicsize__ for kind in kinds
+    )
 
 
 def _alone() -> int | None:
