@@ -13,7 +13,8 @@ import sys
 import threading
 import time
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any, TypedDict
 
@@ -50,6 +51,15 @@ WAYS: dict[str, Callable[[Message], None]] = {
 }
 
 
+def _bot(bot: Callable[[Any], dict[str, Any]], schema: type = MessagesState) -> StateGraph:
+    """A graph whose one node, `bot`, answers each turn."""
+    builder = StateGraph(schema)
+    builder.add_node("bot", bot)
+    builder.add_edge(START, "bot")
+    builder.add_edge("bot", END)
+    return builder
+
+
 def _chat(change: Callable[[Message], None] | None = None) -> StateGraph:
     """A chat whose bot replies, changing the first message in place from the third turn."""
 
@@ -58,11 +68,7 @@ def _chat(change: Callable[[Message], None] | None = None) -> StateGraph:
             change(state["messages"][0])
         return {"messages": [("assistant", "a reply " * 8)]}
 
-    builder = StateGraph(MessagesState)
-    builder.add_node("bot", bot)
-    builder.add_edge(START, "bot")
-    builder.add_edge("bot", END)
-    return builder
+    return _bot(bot)
 
 
 def _first(name: str = "x") -> Message:
@@ -74,6 +80,17 @@ def _stored(db_path: Path) -> list[dict[str, Any]]:
         found = reader.get_tuple(config("t"))
         assert found is not None
         return [dict(m) for m in found.checkpoint["channel_values"]["messages"]]
+
+
+@contextmanager
+def _two_turns(db_path: Path, first: Message | None = None) -> Iterator[Any]:
+    """The chat on a saver of `db_path`, after two turns of its thread "t" (the first asking
+    `first`), the saver open."""
+    with SqliteSaver.from_conn_string(db_path) as saver:
+        app = _chat().compile(checkpointer=saver)
+        for question in (first or _first(), ("user", "another " * 8)):
+            app.invoke({"messages": [question]}, config("t"))
+        yield app
 
 
 @pytest.mark.parametrize("way", WAYS)
@@ -147,10 +164,7 @@ def test_a_change_in_place_to_messages_no_one_kept_leaves_the_past_as_stored(
 def test_a_read_changed_in_place_and_dropped_never_reaches_the_next_read(
     db_path: Path, way: str
 ) -> None:
-    with SqliteSaver.from_conn_string(db_path) as saver:
-        app = _chat().compile(checkpointer=saver)
-        for question in (_first(), ("user", "another " * 8)):
-            app.invoke({"messages": [question]}, config("t"))
+    with _two_turns(db_path) as app:
         stored = [dict(m) for m in app.get_state(config("t")).values["messages"]]
         for _ in range(2):  # the second read is handed what the first one changed
             WAYS[way](app.get_state(config("t")).values["messages"][0])
@@ -163,10 +177,7 @@ def test_a_read_changed_in_place_and_dropped_never_reaches_the_next_read(
 def test_readers_in_threads_that_change_what_they_read_never_see_each_others_changes(
     db_path: Path,
 ) -> None:
-    with SqliteSaver.from_conn_string(db_path) as saver:
-        app = _chat().compile(checkpointer=saver)
-        for question in (_first(), ("user", "another " * 8)):
-            app.invoke({"messages": [question]}, config("t"))
+    with _two_turns(db_path) as app:
         stored = [dict(m) for m in app.get_state(config("t")).values["messages"]]
         seen: list[tuple[list[dict[str, Any]], str]] = []
         together = threading.Barrier(4)
@@ -195,10 +206,7 @@ def test_readers_in_threads_that_change_what_they_read_never_see_each_others_cha
 def test_a_message_the_caller_keeps_a_weak_reference_to_never_sees_a_later_change(
     db_path: Path,
 ) -> None:
-    with SqliteSaver.from_conn_string(db_path) as saver:
-        app = _chat().compile(checkpointer=saver)
-        for question in (_first(), ("user", "another " * 8)):
-            app.invoke({"messages": [question]}, config("t"))
+    with _two_turns(db_path) as app:
         stored = [dict(m) for m in app.get_state(config("t")).values["messages"]]
         cache = weakref.WeakValueDictionary(
             (m.id, m) for m in app.get_state(config("t")).values["messages"]
@@ -219,10 +227,7 @@ class Noted(HumanMessage):
 def test_attributes_one_reader_sets_beside_the_fields_never_reach_the_next(db_path: Path) -> None:
     with pytest.raises(AttributeError):
         object.__setattr__(HumanMessage("hi"), "note", "no room beside the fields")
-    with SqliteSaver.from_conn_string(db_path) as saver:
-        app = _chat().compile(checkpointer=saver)
-        for question in (Noted("a question " * 8), ("user", "another " * 8)):
-            app.invoke({"messages": [question]}, config("t"))
+    with _two_turns(db_path, Noted("a question " * 8)) as app:
         read = app.get_state(config("t")).values["messages"][0]
         object.__setattr__(read, "note", "the first reader's")
         del read
@@ -241,17 +246,10 @@ class Quieter(HumanMessage):
 def test_a_message_class_whose_attributes_change_without_telling_is_still_checked(
     db_path: Path,
 ) -> None:
-    def bot(state: MessagesState) -> dict[str, Any]:
-        if len(state["messages"]) > 2:
-            state["messages"][0].content = "changed quietly"
-        return {"messages": [("assistant", "a reply " * 8)]}
-
-    builder = StateGraph(MessagesState)
-    builder.add_node("bot", bot)
-    builder.add_edge(START, "bot")
+    builder = _chat(lambda first: setattr(first, "content", "changed quietly"))
     with SqliteSaver.from_conn_string(db_path) as saver:
         app = builder.compile(checkpointer=saver)
-        for question in (Quieter("a question " * 8), ("user", "another " * 8)):
+        for question in (Quieter("a question " * 8), ("user", "another " * 8), ("user", "3")):
             result = app.invoke({"messages": [question]}, config("t"))
     assert not changes_counted(Quieter)
     assert result["messages"][0]["content"] == "changed quietly"
@@ -286,9 +284,7 @@ def test_a_plain_dict_value_replaced_by_one_that_encodes_the_same_reads_as_store
             return {"messages": [AIMessage("a reply " * 9)]}
         return {"messages": [{"role": "bot", "text": "r " * 20, "b": b"bytes"}]}
 
-    builder = StateGraph(DictChat)
-    builder.add_node("bot", bot)
-    builder.add_edge(START, "bot")
+    builder = _bot(bot, DictChat)
     with SqliteSaver.from_conn_string(db_path) as saver:
         app = builder.compile(checkpointer=saver)
         for turn in range(2):
@@ -308,10 +304,7 @@ class Tagged(HumanMessage):
 
 
 def test_a_slot_one_reader_sets_beside_the_fields_never_reaches_the_next(db_path: Path) -> None:
-    with SqliteSaver.from_conn_string(db_path) as saver:
-        app = _chat().compile(checkpointer=saver)
-        for question in (Tagged("a question " * 8), ("user", "another " * 8)):
-            app.invoke({"messages": [question]}, config("t"))
+    with _two_turns(db_path, Tagged("a question " * 8)) as app:
         read = app.get_state(config("t")).values["messages"][0]
         read.__class__.note.__set__(read, "the first reader's")
         del read
@@ -340,9 +333,7 @@ def test_a_list_of_numbers_beside_a_chat_whose_messages_change_in_place(db_path:
             state["messages"][0].content = "changed in place"
         return {"messages": [("assistant", "a reply " * 8)], "numbers": list(range(1000, 1010))}
 
-    builder = StateGraph(Numbers)
-    builder.add_node("bot", bot)
-    builder.add_edge(START, "bot")
+    builder = _bot(bot, Numbers)
     with SqliteSaver.from_conn_string(db_path) as saver:
         app = builder.compile(checkpointer=saver)
         for turn in range(3):
@@ -444,9 +435,7 @@ def test_a_plain_dict_a_node_changes_in_place_is_stored_changed(db_path: Path) -
             state["messages"][0]["text"] = "changed"
         return {"messages": [{"role": "bot", "text": "hi " * 9}]}
 
-    builder = StateGraph(DictChat)
-    builder.add_node("bot", bot)
-    builder.add_edge(START, "bot")
+    builder = _bot(bot, DictChat)
     with SqliteSaver.from_conn_string(db_path) as saver:
         app = builder.compile(checkpointer=saver)
         for turn in range(4):
@@ -488,9 +477,7 @@ def test_a_plain_dict_changed_in_place_any_way_is_stored_as_it_then_is(
             DICT_WAYS[way](state["messages"][0])
         return {"messages": [{"role": "bot", "text": "hi " * 9, "n": 1, "x": 0.0}]}
 
-    builder = StateGraph(DictChat)
-    builder.add_node("bot", bot)
-    builder.add_edge(START, "bot")
+    builder = _bot(bot, DictChat)
     with SqliteSaver.from_conn_string(db_path) as saver:
         app = builder.compile(checkpointer=saver)
         for turn in range(4):
