@@ -144,13 +144,9 @@ class BlobWriter:
                 return changed
         if type(value) is list and isinstance(previous, Ref):
             # the list the previous value was, grown by new items: only they are encoded
-            tail = self.store.appended_items(previous.key, value)
-            if tail is not None:
-                added = Decoded.of(tail)  # taken before it is encoded (see keep_decoded)
-                appended = self._append(value, previous.key, tail=tail)
-                if appended is not None:
-                    self.store.keep_appended(previous.key, appended.key, still_as_kept(added, tail))
-                    return appended
+            appended = self._appended(value, previous.key)
+            if appended is not None:
+                return appended
         kept = Decoded.of(value)
         data = self.serde.dumps(value, path=name)
         if len(data) <= INLINE_MAX:
@@ -159,7 +155,7 @@ class BlobWriter:
             appended = self._append(value, previous.key, data=data)
             if appended is not None:
                 self.store.keep_decoded(
-                    appended.key, still_as_kept(kept, value), base_key=previous.key
+                    appended.key, still_as_kept(kept, value, data), base_key=previous.key
                 )
                 return appended
         if self.offered:
@@ -172,10 +168,26 @@ class BlobWriter:
         if isinstance(entry, Ref):
             length = len(value) if type(value) is list else -1
             self.store.remember(entry.key, ChannelInfo(data, length, 0, len(data), 0))
-            self.store.keep_decoded(entry.key, still_as_kept(kept, value))
+            self.store.keep_decoded(entry.key, still_as_kept(kept, value, data))
             if type(value) is dict:  # the next step's map may be a delta from this one
                 self.store.remember_dict(entry.key, dict_delta.info_of(value, 0))
         return entry
+
+    def _appended(self, value: list[Any], base_key: int) -> Ref | None:
+        """`value` stored as the new items it adds to the list kept for `base_key`, if it
+        is that list (the same messages, intact) grown; else None."""
+        tail = self.store.appended_items(base_key, value)
+        if tail is None:
+            return None
+        added = Decoded.of(tail)  # taken before it is encoded (see keep_decoded)
+        try:
+            delta = self.serde.dumps(tail)
+        except SerializationError:
+            return None  # encoding the whole value names what cannot be stored
+        appended = self._append(value, base_key, tail=(len(tail), delta))
+        if appended is not None:
+            self.store.keep_appended(base_key, appended.key, still_as_kept(added, tail, delta))
+        return appended
 
     def _append(
         self,
@@ -183,10 +195,11 @@ class BlobWriter:
         base_key: int,
         *,
         data: bytes | None = None,
-        tail: list[Any] | None = None,
+        tail: tuple[int, bytes] | None = None,
     ) -> Ref | None:
         """Store `value` as the items it adds to the list at `base_key`: given the whole
-        value encoded (`data`), or the new items (`tail`) when the rest is known unchanged."""
+        value encoded (`data`), or the new items' number and their list encoded (`tail`)
+        when the rest is known unchanged."""
         if self.offered:
             self._read_offers()
         base = self.store.channel_info(base_key)
@@ -197,12 +210,9 @@ class BlobWriter:
         if base.depth + 1 >= CHAIN_DEPTH_MAX:
             return None  # readers refuse longer chains as damaged
         if tail is not None:
-            if len(value) - len(tail) != base.length:
+            count, delta = tail
+            if len(value) - count != base.length:
                 return None
-            try:
-                delta = self.serde.dumps(tail)
-            except SerializationError:
-                return None  # encoding the whole value names what cannot be stored
             # the whole value is not encoded: the next append finds its new items the same
             # way, and encodes the list from the store only if it must (`channel_data`)
             data = None

@@ -12,7 +12,7 @@ import sys
 import weakref
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import chain, islice
 from typing import Any
 
@@ -94,9 +94,11 @@ class Decoded:
     kinds: frozenset[type]
     #: `message_changes()` when the messages were last known to be as kept
     seen: int
-    #: a list of plain dicts as kept, encoded (`_encoded`): checking that it is intact by
-    #: encoding it again, at C speed, costs a third of walking its fields
-    data: bytes | None = None
+    #: a list of plain dicts as kept (its originals), encoded (`_encoded`): checking that
+    #: it is intact by encoding it again, at C speed, costs a third of walking its fields,
+    #: and a reader's value that encodes the same (bytearray for bytes) is harmless, for
+    #: readers get copies of the originals
+    data: bytes | None
 
     @classmethod
     def of(cls, value: Any) -> Decoded | None:
@@ -107,13 +109,14 @@ class Decoded:
         kinds = frozenset(map(type, value))
         if kinds <= serde.SCALARS:
             items = Grown.of(value)
-            return cls(items, items, *_shape(()), frozenset(), seen)
+            return cls(items, items, *_shape(()), frozenset(), seen, None)
         if all(kind is dict or issubclass(kind, Message) for kind in kinds) and all(
             map(serde.SCALARS.__contains__, map(type, _flat(dict.values, value)))
         ):
             items = Grown.of(value)
-            data = _encoded(value) if kinds == _PLAIN else None
-            return cls(items, _originals(kinds, items), *_shape(value), kinds, seen, data)
+            originals = _originals(kinds, items)
+            data = _encoded(originals.copy()) if kinds == _PLAIN else None
+            return _copied_as_seen(cls(items, originals, *_shape(value), kinds, seen, data))
         return None
 
     def intact(self, length: int | None = None) -> bool:
@@ -156,19 +159,10 @@ class Decoded:
             return self if self.intact() else None
         copies = Grown.whole(_copies(self.kinds, self.originals.copy()))
         if self.originals is not self.items:  # copies of what no reader ever got
-            return Decoded(
-                copies,
-                self.originals,
-                self.sizes,
-                self.keys,
-                self.values,
-                self.kinds,
-                self.seen,
-                self.data,
-            )
+            return replace(self, items=copies)
         # copied first, then compared: what another thread changes meanwhile in the
         # messages handed out before is never taken for what was stored
-        handed = Decoded(copies, copies, self.sizes, self.keys, self.values, self.kinds, self.seen)
+        handed = replace(self, items=copies, originals=copies)
         return handed if handed.intact() else None
 
     def prefix(self, length: int) -> list[Any] | None:
@@ -186,7 +180,8 @@ class Decoded:
             return None  # scalars and messages: not kept
         kinds = self.kinds | added.kinds
         items = self.items.plus(tail)
-        if self.originals is not self.items and added.originals is not added.items:
+        own = self.originals is not self.items and added.originals is not added.items
+        if own:  # both copies of their own, compared when made: no reader's among them
             originals = self.originals.plus(added.originals.shared)
         else:  # copied whole only when messages whose changes are counted meet others
             # (from the originals: a plain dict's value a reader replaced by one that
@@ -196,7 +191,7 @@ class Decoded:
                 if _all_counted(kinds)
                 else Grown.whole(_copies(kinds, [*self.originals, *added.originals]))
             )
-        return Decoded(
+        grown = Decoded(
             items,
             originals,
             self.sizes.plus(added.sizes.shared),
@@ -206,16 +201,35 @@ class Decoded:
             min(self.seen, added.seen),
             _joined(self.data, len(self.items), added.data, len(tail)),
         )
+        # copies just made of messages the readers hold: compared after (see `of`)
+        return grown if originals is items or own else _copied_as_seen(grown)
 
 
-def still_as_kept(kept: Decoded | None, value: list[Any]) -> Decoded | None:
-    """`kept`, taken from the list `value` before it was encoded, if the list still holds
-    the same items, as they were then, and so as encoded; else None (another thread
-    changed the list or a message meanwhile: what was kept is not what was stored)."""
+def still_as_kept(kept: Decoded | None, value: list[Any], stored: bytes) -> Decoded | None:
+    """`kept`, taken from the list `value` before it was encoded as `stored`, if the list
+    still holds the same items, as they were then, and so as encoded; else None (another
+    thread changed the list or a message meanwhile: what was kept is not what was stored).
+    Copies of their own (plain dicts) must encode as `stored` too: a value another thread
+    changed and changed back meanwhile may have been encoded in between."""
     if kept is None or len(value) != len(kept.items):
         return None
-    same = all(map(operator.is_, value, kept.items))
-    return kept if same and kept.intact() else None
+    if not all(map(operator.is_, value, kept.items)) or not kept.intact():
+        return None
+    if kept.originals is not kept.items:
+        encoded = kept.data if kept.data is not None else _encoded(kept.originals.copy())
+        if encoded != stored:
+            return None
+    return kept
+
+
+def _copied_as_seen(kept: Decoded) -> Decoded | None:
+    """`kept`, if its copies of their own (`originals`), made after its items were looked
+    at, hold the very fields looked at: copied first, then compared (another thread may
+    change an item in between)."""
+    if kept.originals is kept.items:
+        return kept
+    copies = replace(kept, items=kept.originals, data=None)
+    return kept if copies.intact() else None
 
 
 def _encoded(items: list[Any]) -> bytes | None:
@@ -229,6 +243,8 @@ def _encoded(items: list[Any]) -> bytes | None:
 def _joined(data: bytes | None, length: int, more: bytes | None, added: int) -> bytes | None:
     """The encoding of a list of `length` items encoded as `data`, grown by `added` items
     encoded as the list `more`."""
+    if length == 0:
+        return more
     if data is None or more is None:
         return None
     start, tail = len(serde.array_header(length)), len(serde.array_header(added))
@@ -261,7 +277,7 @@ def _alone() -> int | None:
     gil = getattr(sys, "_is_gil_enabled", lambda: True)
     if sys.implementation.name != "cpython" or not gil():
         return None
-    return next(map(sys.getrefcount, [object()]))
+    return next(map(sys.getrefcount, Grown.whole([object()])))
 
 
 _ALONE = _alone()
