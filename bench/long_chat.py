@@ -42,24 +42,27 @@ def main(workdir: Path) -> list[tuple[str, str, str, str]]:
     pairs = texts(TURNS, seed=11)
     messages = [{"messages": [("user", user)]} for user, _ in pairs]
     dicts = [{"messages": [{"role": "user", "content": user}]} for user, _ in pairs]
-    # each chat ATTEMPTS times, in a file of its own, the first and the last turns each the
-    # best of them (one run's edges moved by 30% with the host's other users); the last
-    # message chat's file and app are measured further
+    # each chat ATTEMPTS times, in a file of its own and in turns (each attempt starts with
+    # another), the first and the last turns each the best of them (one run's edges moved
+    # by 30% with the host's other users); the last attempt's first chat (messages, each
+    # result dropped) is measured further
     chats = {
         "each result dropped": (messages, False),
         "each result held a turn": (messages, True),
         "plain-dict messages (operator.add), each result dropped": (dicts, False),
     }
     edges: dict[str, list[tuple[float, float]]] = {how: [] for how in chats}
+    names = list(chats)
     for attempt in range(ATTEMPTS):
-        for number, (how, (inputs, keep)) in enumerate(chats.items()):
-            path = workdir / f"long-chat-{attempt}-{number}.db"
+        for how in names[attempt % len(names) :] + names[: attempt % len(names)]:
+            inputs, keep = chats[how]
+            path = workdir / f"long-chat-{attempt}-{names.index(how)}.db"
             if inputs is messages:
                 app, close = ttcli_app(path, [reply for _, reply in pairs])
             else:
                 app, close = families.app_for("ttcli", families.DICT_CHAT, path)
             edges[how].append(_edges(app, inputs, keep))
-            if attempt < ATTEMPTS - 1 or number:
+            if attempt < ATTEMPTS - 1 or how != names[0]:
                 close()
             else:
                 kept = app, close, path

@@ -22,6 +22,7 @@ import pytest
 
 from tests.test_saver_contract import config
 from ttcli import END, START, AIMessage, HumanMessage, MessagesState, StateGraph, add_messages
+from ttcli.savers.serde import Serializer
 from ttcli.savers.sqlite import SqliteSaver
 from ttcli.values import Message, changes_counted, message_changes
 
@@ -180,7 +181,7 @@ def test_readers_in_threads_that_change_what_they_read_never_see_each_others_cha
     with _two_turns(db_path) as app:
         stored = [dict(m) for m in app.get_state(config("t")).values["messages"]]
         seen: list[tuple[list[dict[str, Any]], str]] = []
-        together = threading.Barrier(4)
+        together = threading.Barrier(4, timeout=30)
 
         def read(name: str) -> None:
             for _ in range(50):
@@ -211,6 +212,7 @@ def test_a_message_the_caller_keeps_a_weak_reference_to_never_sees_a_later_chang
         cache = weakref.WeakValueDictionary(
             (m.id, m) for m in app.get_state(config("t")).values["messages"]
         )  # the read itself is dropped
+        assert len(cache) == len(stored)
         for message in app.get_state(config("t")).values["messages"]:
             message["content"] = "the next reader's"
     # a message only weakly held goes (as with copies) or stays as it was: never changed
@@ -297,6 +299,55 @@ def test_a_plain_dict_value_replaced_by_one_that_encodes_the_same_reads_as_store
     assert mine == theirs
 
 
+class Flipping(Serializer):
+    """Encodes as ttcli's own serializer does; armed, it sets the flag of a list's newest
+    reply while it encodes the list and sets it back after, as another thread could."""
+
+    armed = False
+    flips = 0
+
+    def dumps(self, value: Any, *, path: str = "value") -> bytes:
+        newest = value[-1] if type(value) is list and value else None
+        if self.armed and type(newest) is dict and newest.get("role") == "bot":
+            self.flips += 1
+            newest["flag"] = True
+            try:
+                return super().dumps(value, path=path)
+            finally:
+                newest["flag"] = False
+        return super().dumps(value, path=path)
+
+
+def test_a_value_changed_and_changed_back_while_it_is_encoded_reads_as_stored(
+    db_path: Path,
+) -> None:
+    def bot(state: DictChat) -> dict[str, Any]:
+        return {"messages": [{"role": "bot", "text": "a reply " * 20, "flag": False}]}
+
+    builder = _bot(bot, DictChat)
+    flipping = Flipping()
+    with SqliteSaver.from_conn_string(db_path, serde=flipping) as saver:
+        app = builder.compile(checkpointer=saver)
+        app.invoke({"messages": [{"role": "user", "text": "q0 " * 20}]}, config("t"))
+        flipping.armed = True
+        app.invoke({"messages": [{"role": "user", "text": "q1 " * 20}]}, config("t"))
+        flipping.armed = False
+        mine = [json.dumps(s.values) for s in app.get_state_history(config("t"))]
+    assert flipping.flips  # it did set the flag while a list was encoded
+    with SqliteSaver.from_conn_string(db_path) as reader:
+        history = builder.compile(checkpointer=reader).get_state_history(config("t"))
+        assert [json.dumps(s.values) for s in history] == mine
+
+
+def test_the_next_reader_is_handed_the_messages_no_one_holds_any_more(db_path: Path) -> None:
+    with _two_turns(db_path) as app:
+        first = list(map(id, app.get_state(config("t")).values["messages"]))
+        kept = app.get_state(config("t")).values["messages"]  # the first read was dropped
+        again = app.get_state(config("t")).values["messages"]  # this one is held
+    assert list(map(id, kept)) == first
+    assert set(map(id, again)).isdisjoint(first)
+
+
 class Tagged(HumanMessage):
     """A message class of an application's own with a slot beside the fields."""
 
@@ -355,20 +406,28 @@ def _plain(text: str, number: int) -> dict[str, Any]:
     return {"role": "user", "text": text, "n": number}
 
 
-def _changed(history: list[Any], number: int) -> None:
-    history[0]["text" if type(history[0]) is dict else "content"] = f"changed {number}"
+def _changed(history: list[Any], number: int, at: int = 0) -> None:
+    history[at]["text" if type(history[at]) is dict else "content"] = f"changed {number}"
 
 
 def _replaced(history: list[Any], number: int) -> None:
     history[0] = (_plain if type(history[0]) is dict else _message)(f"replaced {number}", number)
 
 
-#: (the history's items, how the next node changes the history while the committer stores it)
+def _newest_changed(history: list[Any], number: int) -> None:
+    _changed(history, number, at=-1)
+
+
+#: the questions, the replies, and how the next node changes the history while the
+#: committer's thread stores the checkpoint before it
 RACES = {
-    "a message changed": (_message, _changed),
-    "a message replaced": (_message, _replaced),
-    "a plain dict changed": (_plain, _changed),
-    "a plain dict replaced": (_plain, _replaced),
+    "a message changed": (_message, _message, _changed),
+    "a message replaced": (_message, _message, _replaced),
+    "a plain dict changed": (_plain, _plain, _changed),
+    "a plain dict replaced": (_plain, _plain, _replaced),
+    "the newest plain dict changed": (_plain, _plain, _newest_changed),
+    "messages, then plain dicts": (_message, _plain, _changed),
+    "plain dicts, then messages, the newest changed": (_plain, _message, _newest_changed),
 }
 
 
@@ -379,16 +438,16 @@ def test_a_history_changed_while_its_checkpoint_is_stored_in_the_background(
     """durability="async": the committer's thread encodes a step's checkpoint while the next
     node changes in place the history it holds. What the saver keeps of that checkpoint must
     be what it stored, or every later checkpoint built on it is stored wrong."""
-    make, change = RACES[race]
+    ask, reply, change = RACES[race]
 
     def first(state: DictChat) -> dict[str, Any]:
-        return {"messages": [make("a reply " * 300, len(state["messages"]))]}
+        return {"messages": [reply("a reply " * 300, len(state["messages"]))]}
 
     def second(state: DictChat) -> dict[str, Any]:
         for number in range(100):  # while the first node's checkpoint is being stored
             change(state["messages"], number)
-            time.sleep(0)
-        return {"messages": [make("b", 1000 + len(state["messages"]))]}
+            time.sleep(0)  # no wait: hands the GIL to the committer's thread
+        return {"messages": [reply("b", 1000 + len(state["messages"]))]}
 
     builder = StateGraph(DictChat)
     builder.add_node("first", first)
@@ -403,7 +462,7 @@ def test_a_history_changed_while_its_checkpoint_is_stored_in_the_background(
             with SqliteSaver.from_conn_string(path) as saver:
                 app = builder.compile(checkpointer=saver)
                 for turn in range(3):
-                    question = {"messages": [make(f"question {turn} " * 5, turn)]}
+                    question = {"messages": [ask(f"question {turn} " * 5, turn)]}
                     app.invoke(question, config("t"), durability="async")
                 mine = [json.dumps(s.values) for s in app.get_state_history(config("t"))]
             with SqliteSaver.from_conn_string(path) as reader:
@@ -484,7 +543,8 @@ def test_a_plain_dict_changed_in_place_any_way_is_stored_as_it_then_is(
             question = {"role": "user", "text": f"q{turn} " * 9, "n": 1, "x": 0.0}
             result = app.invoke({"messages": [question]}, config("t"))
         mine = app.get_state(config("t")).values["messages"]
-    assert json.dumps(result["messages"][0]) != json.dumps(result["messages"][2])
+    asked = {"role": "user", "text": "q0 " * 9, "n": 1, "x": 0.0}
+    assert json.dumps(result["messages"][0]) != json.dumps(asked)  # the node did change it
     assert json.dumps(_stored(db_path)) == json.dumps(result["messages"]) == json.dumps(mine)
 
 

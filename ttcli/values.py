@@ -98,7 +98,8 @@ class Message(dict[str, Any]):
             raise AttributeError(name) from None
 
     def __getstate__(self) -> Any:
-        # pickle's protocols 0 and 1 refuse a class with slots that keeps object's own
+        # object's own, under another name: pickle's protocols 0 and 1 refuse a class with
+        # slots that has not defined one
         return object.__getstate__(self)
 
     def __repr__(self) -> str:

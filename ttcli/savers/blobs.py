@@ -262,10 +262,10 @@ class BlobStore:
         base_key: int | None = None,
         lineage: Lineage | None = None,
     ) -> None:
-        """Keep a list channel value the blob holds, to hand out copies of (see Decoded),
-        taken from the value before it was encoded (a message changed meanwhile, in another
-        thread, is then not taken for what was stored); with the blob it appends to, or the
-        lineage of the blobs it extends, if known."""
+        """Keep a list channel value the blob holds, to hand out to readers (see Decoded):
+        `kept` is as stored (a put takes it before encoding the value and checks it after,
+        see `still_as_kept`; a read, from the value it decoded); with the blob it appends
+        to, or the lineage of the blobs it extends, if known."""
         if kept is None:
             return
         if lineage is None:

@@ -63,7 +63,7 @@ class Grown:
 
 @dataclass(slots=True)
 class Decoded:
-    """A list channel value as decoded, handed out as copies while it is intact.
+    """A list channel value as decoded, handed out to readers while it is intact.
 
     Only lists of immutable scalars, and of messages or plain dicts (both "messages" here)
     whose fields are all immutable scalars, are kept, and each reader gets messages of its
@@ -141,9 +141,9 @@ class Decoded:
         return found
 
     def handed_out(self) -> Decoded | None:
-        """The same list with copies of its messages (the same field objects), for a reader
-        to take: kept in place of this one, so that the reader's next value is known to
-        extend it. None if a message was changed in place.
+        """The same list with messages no one else holds (copies sharing the field objects,
+        or see below), for a reader to take: kept in place of this one, so that the reader's
+        next value is known to extend it. None if a message was changed in place.
 
         Messages whose changes are counted that nothing else holds any more (the reader they
         went to dropped them) are handed out themselves, not copied: no one is left whom a
@@ -153,8 +153,8 @@ class Decoded:
             return self
         if (
             self.originals is self.items
-            and _fields_only(self.kinds)
             and _held_by_the_saver_only(self.items)
+            and _fields_only(self.kinds)
         ):
             return self if self.intact() else None
         copies = Grown.whole(_copies(self.kinds, self.originals.copy()))
@@ -183,7 +183,7 @@ class Decoded:
         own = self.originals is not self.items and added.originals is not added.items
         if own:  # both copies of their own, compared when made: no reader's among them
             originals = self.originals.plus(added.originals.shared)
-        else:  # copied whole only when messages whose changes are counted meet others
+        else:  # messages whose changes are counted (or none yet) meet others: copied
             # (from the originals: a plain dict's value a reader replaced by one that
             # encodes the same, bytearray for bytes, is no original)
             originals = (
