@@ -181,7 +181,7 @@ class BlobStore:
         if len(rows) > 1 and dict_delta.is_delta(rows[1][3]):
             return self._map(blob_key, *self._maps.newest(rows))
         value = self._read_chain(blob_key, rows)
-        self.keep_decoded(blob_key, Decoded.of(value), lineage=_lineage(rows))
+        self.keep_decoded(blob_key, Decoded.of(value, private=True), lineage=_lineage(rows))
         self._maps.keep_scalar(blob_key, value)
         return value
 

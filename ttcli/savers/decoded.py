@@ -101,7 +101,9 @@ class Decoded:
     data: bytes | None
 
     @classmethod
-    def of(cls, value: Any) -> Decoded | None:
+    def of(cls, value: Any, *, private: bool = False) -> Decoded | None:
+        """The list `value` kept, if it is one that is kept; `private` if no one else holds
+        it (just decoded): its copies then need no comparing with it."""
         # checked at C speed: this runs for every list a chat stores or reads
         if type(value) is not list:
             return None
@@ -116,7 +118,8 @@ class Decoded:
             items = Grown.of(value)
             originals = _originals(kinds, items)
             data = _encoded(originals.copy()) if kinds == _PLAIN else None
-            return _copied_as_seen(cls(items, originals, *_shape(value), kinds, seen, data))
+            kept = cls(items, originals, *_shape(value), kinds, seen, data)
+            return kept if private else _copied_as_seen(kept)
         return None
 
     def intact(self, length: int | None = None) -> bool:
