@@ -248,6 +248,23 @@ def test_a_failing_node_exits_1_and_the_thread_shows_the_error(
     assert shown["tasks"][0]["error"] == "ValueError('boom in b')"
 
 
+def test_a_prune_frees_the_bytes_its_plan_said(new_db: NewDb, graphs_file: Path) -> None:
+    """What a prune says it freed is counted as its rows go, not by reading the thread again:
+    a thread deleted whole frees what the plan read of it, rows, pending writes (a failed
+    step's) and values alike."""
+    db = new_db("bytes.db")
+    long = json.dumps({"log": ["x" * 100, "y" * 100]})  # values of their own (blobs)
+    assert ttcli(db, "run", f"{graphs_file}:failing", "-t", "f", "--input", long).exit_code == 1
+    # a later thread, so that the file's newest value (which always stays) is not f's
+    assert ttcli(db, "run", ORDER_AGENT, "-t", "o", "--input", json.dumps(ORDER)).exit_code == 0
+    prune = ("prune", "--thread", "f", "--older-than", "0s", "--keep-last", "0", "--json")
+    plan = data(ttcli(db, *prune))
+    done = data(ttcli(db, *prune, "--yes"))
+    assert (done["checkpoints"], done["bytes"]) == (plan["checkpoints"], plan["bytes"])
+    assert done["checkpoints"] == 3 and done["bytes"] > 400
+    assert [t["thread_id"] for t in data(ttcli(db, "threads", "--json"))] == ["o"]
+
+
 def test_prune_plans_then_deletes_and_archives(db: Target, tmp_path: Path) -> None:
     for thread in ("a", "b"):
         ttcli(db, "run", ORDER_AGENT, "-t", thread, "--input", json.dumps(ORDER))

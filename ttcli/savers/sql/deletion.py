@@ -10,6 +10,7 @@ to the oldest of them (blobs point only at older blobs).
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from ttcli.configs import CheckpointRef
@@ -26,12 +27,24 @@ from ttcli.savers.records import (
 from ttcli.savers.sql import statements as sql
 from ttcli.savers.sql.copy_memory import CopyMemory
 from ttcli.savers.sql.db import Db
-from ttcli.savers.sql.params import chunks
+from ttcli.savers.sql.params import chunks, id_chunks
 from ttcli.savers.sql.parts import OnParts
 from ttcli.savers.sql.pending import Pending, PendingWrites
 from ttcli.savers.sql.states import States
 
 _PENDING_BYTES = "coalesce(sum(length(tasks)), 0) FROM writes"
+
+
+@dataclass
+class _Read:
+    """What deleting rows needs to know of them, read in one pass."""
+
+    #: the blob keys they point at
+    refs: set[int]
+    #: their bytes, with their pending writes'
+    size: int
+    #: (id, stored parent id) of those holding their parent's pending writes
+    moved: list[tuple[bytes, bytes | None]]
 
 
 class Deletion(OnParts):
@@ -150,36 +163,40 @@ class Deletion(OnParts):
         names (a checkpoint whose parent is deleted is rewritten in full), so the union over
         the rows is what they need, with no delta resolved.
         """
-        found: set[int] = set()
-        pieces: Iterable[Sequence[bytes] | None] = [None] if ids is None else chunks(ids)
+        return self._read(conn, thread_key, ids).refs
+
+    def _read(self, conn: Db, thread_key: int, ids: Sequence[bytes] | None) -> _Read:
+        """What a deletion needs to know of rows (see `_Read`), in one pass over them."""
+        read = _Read(set(), 0, [])
+        pieces: Iterable[Sequence[Any] | None] = [None] if ids is None else id_chunks(ids)
         for chunk in pieces:
             where, params = "thread_key = ?", [thread_key, *(chunk or ())]
             if chunk is not None:
                 where += f" AND checkpoint_id IN ({','.join('?' * len(chunk))})"
-            for state, moved in conn.execute(
-                f"SELECT state, parent_writes FROM checkpoints WHERE {where}", params
+            for checkpoint_id, stored_parent, state, moved, size in conn.execute(
+                "SELECT checkpoint_id, parent_id, state, parent_writes, "
+                f"{sql.ROW_SIZE} FROM checkpoints WHERE {where}",
+                params,
             ):
-                found.update(state_refs(serde.VERBATIM.loads(state)))
+                read.refs.update(state_refs(serde.VERBATIM.loads(state)))
+                read.size += size
                 if moved is not None:
-                    found.update(pending_refs(serde.VERBATIM.loads(moved)))
+                    read.refs.update(pending_refs(serde.VERBATIM.loads(moved)))
+                    read.moved.append((checkpoint_id, stored_parent))
             for (tasks,) in conn.execute(f"SELECT tasks FROM writes WHERE {where}", params):
-                found.update(pending_refs(serde.VERBATIM.loads(tasks)))
-        return found
+                read.refs.update(pending_refs(serde.VERBATIM.loads(tasks)))
+                read.size += len(tasks)
+        return read
 
     def _delete_rows(self, conn: Db, thread_key: int, doomed: list[bytes]) -> None:
         """Delete checkpoint rows; what they pointed at becomes the thread's blob debt."""
-        freed = self.refs(conn, thread_key, doomed)
-        freed |= self._orphan_children(conn, thread_key, set(doomed))
-        kept_writes = self._writes_to_keep(conn, thread_key, set(doomed))
+        read = self._read(conn, thread_key, doomed)
+        freed = read.refs | self._orphan_children(conn, thread_key, set(doomed))
+        kept_writes = self._writes_to_keep(conn, thread_key, set(doomed), read.moved)
         conn.execute(sql.COUNT, {"thread_key": thread_key, "change": -len(doomed)})
-        for chunk in chunks(doomed):
+        self.deleted_bytes += read.size
+        for chunk in id_chunks(doomed):
             marks = ",".join("?" * len(chunk))
-            for size_sql in (sql.ROW_BYTES, _PENDING_BYTES):
-                (size,) = conn.execute(
-                    f"SELECT {size_sql} WHERE thread_key = ? AND checkpoint_id IN ({marks})",
-                    [thread_key, *chunk],
-                ).fetchone()
-                self.deleted_bytes += int(size)
             for table, column in (
                 ("writes", "checkpoint_id"),
                 ("checkpoints", "checkpoint_id"),
@@ -218,25 +235,24 @@ class Deletion(OnParts):
         return freed
 
     def _writes_to_keep(
-        self, conn: Db, thread_key: int, doomed: set[bytes]
+        self,
+        conn: Db,
+        thread_key: int,
+        doomed: set[bytes],
+        moved: list[tuple[bytes, bytes | None]],
     ) -> dict[bytes, Pending]:
         """A parent that stays keeps the pending writes that were moved into a child that
-        goes: read them before the child's row is deleted."""
+        goes (`moved`: such children, with their stored parent ids): read them before the
+        child's row is deleted."""
         kept: dict[bytes, Pending] = {}
-        for chunk in chunks(sorted(doomed)):
-            for child, stored_parent in conn.execute(
-                "SELECT checkpoint_id, parent_id FROM checkpoints WHERE thread_key = ? "
-                f"AND checkpoint_id IN ({','.join('?' * len(chunk))}) "
-                "AND parent_writes IS NOT NULL",
-                [thread_key, *chunk],
-            ).fetchall():
-                parent = unpack_parent(child, stored_parent)
-                if (
-                    parent is not None
-                    and parent not in doomed
-                    and self.rows.exists(conn, thread_key, parent)
-                ):
-                    kept[parent] = self.stored_pending.merged(conn, thread_key, parent)
+        for child, stored_parent in moved:
+            parent = unpack_parent(child, stored_parent)
+            if (
+                parent is not None
+                and parent not in doomed
+                and self.rows.exists(conn, thread_key, parent)
+            ):
+                kept[parent] = self.stored_pending.merged(conn, thread_key, parent)
         return kept
 
     def _collect(self, conn: Db, thread_key: int) -> None:
@@ -299,7 +315,7 @@ def _children(
             f"{_ROW} WHERE thread_key = ? AND checkpoint_id > ? ORDER BY checkpoint_id LIMIT 1",
             (thread_key, parent),
         ).fetchall()
-    for chunk in chunks(sorted(parents)):
+    for chunk in id_chunks(sorted(parents)):
         found += conn.execute(
             f"{_ROW} WHERE thread_key = ? AND checkpoint_id IN (SELECT checkpoint_id FROM "
             f"branches WHERE thread_key = ? AND parent_id IN ({','.join('?' * len(chunk))}))",

@@ -18,7 +18,7 @@ from ttcli.savers.records import unpack_parent
 from ttcli.savers.sql import statements as sql
 from ttcli.savers.sql.db import Db, scalar
 from ttcli.savers.sql.ids import id_bytes, id_text
-from ttcli.savers.sql.params import chunks
+from ttcli.savers.sql.params import id_chunks
 from ttcli.savers.sql.transactions import Transactions
 from ttcli.uuid6 import id_micros
 
@@ -109,7 +109,7 @@ class Rows:
     def present(self, conn: Db, thread_key: int, ids: set[bytes]) -> list[bytes]:
         """Which of `ids` the thread has."""
         found: list[bytes] = []
-        for chunk in chunks(sorted(ids)):
+        for chunk in id_chunks(sorted(ids)):
             marks = ",".join("?" * len(chunk))
             found += [
                 key

@@ -180,12 +180,14 @@ WHERE latest IS NOT NULL
 ORDER BY thread_id, checkpoint_ns
 """
 
-#: a checkpoint row's bytes, as SQL over `checkpoints` (the 8 stands for the step)
-ROW_BYTES = (
-    "coalesce(sum(length(checkpoint_id) + coalesce(length(parent_id), 0) + length(source) + 8 "
+#: a checkpoint row's bytes, as SQL over a row of `checkpoints` (the 8 stands for the step)
+ROW_SIZE = (
+    "length(checkpoint_id) + coalesce(length(parent_id), 0) + length(source) + 8 "
     "+ coalesce(length(writers), 0) + coalesce(length(metadata), 0) + length(state) "
-    "+ coalesce(length(parent_writes), 0)), 0) FROM checkpoints"
+    "+ coalesce(length(parent_writes), 0)"
 )
+#: the bytes of the rows of `checkpoints` a WHERE clause (to follow) selects
+ROW_BYTES = f"coalesce(sum({ROW_SIZE}), 0) FROM checkpoints"
 
 
 def list_query(
