@@ -204,6 +204,46 @@ def test_readers_in_threads_that_change_what_they_read_never_see_each_others_cha
     assert sorted(content for _, content in seen) == sorted([f"reader {i}" for i in range(4)] * 50)
 
 
+def test_readers_in_threads_that_change_and_change_back_never_see_each_others_changes(
+    db_path: Path,
+) -> None:
+    """A reader changes a message it read and sets it back (the very same text) while another
+    reads: a copy made between the change and its count holds the change uncounted, so each
+    copy is compared with what was stored. Found by threads switching at every bytecode
+    (before, a reader got the other's change within a few thousand reads)."""
+    with _two_turns(db_path) as app:
+        stored = [dict(m) for m in app.get_state(config("t")).values["messages"]]
+        wrong: list[tuple[str, list[dict[str, Any]]]] = []
+        reads = [0, 0]
+        until = time.monotonic() + 5
+
+        def read(reader: int) -> None:
+            name = f"reader {reader}"
+            while time.monotonic() < until and not wrong:
+                messages = app.get_state(config("t")).values["messages"]
+                reads[reader] += 1
+                if [dict(m) for m in messages] != stored:
+                    wrong.append((name, [dict(m) for m in messages]))
+                first, text = messages[0], messages[0]["content"]
+                for _ in range(50):
+                    first["content"] = name
+                    first["content"] = text
+                del messages, first
+
+        interval = sys.getswitchinterval()
+        sys.setswitchinterval(1e-6)
+        try:
+            threads = [threading.Thread(target=read, args=(i,)) for i in range(2)]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+        finally:
+            sys.setswitchinterval(interval)
+    assert wrong == []
+    assert min(reads) > 100  # both read, many times
+
+
 def test_a_message_the_caller_keeps_a_weak_reference_to_never_sees_a_later_change(
     db_path: Path,
 ) -> None:
@@ -299,6 +339,37 @@ def test_a_plain_dict_value_replaced_by_one_that_encodes_the_same_reads_as_store
     assert mine == theirs
 
 
+def test_a_key_that_is_no_plain_text_is_never_shared_between_readers(db_path: Path) -> None:
+    """A plain dict whose key is of a str subclass (stored as the text it is) is not kept:
+    such a key can carry attributes, which one reader could set and the next find. Readers
+    get what a reader of the file gets."""
+
+    def bot(state: DictChat) -> dict[str, Any]:
+        return {"messages": [{Text("text"): "a reply " * 10}]}
+
+    builder = _bot(bot, DictChat)
+    with SqliteSaver.from_conn_string(db_path) as saver:
+        app = builder.compile(checkpointer=saver)
+        for turn in range(2):
+            app.invoke({"messages": [{"text": f"q{turn} " * 10}]}, config("t"))
+        first = app.get_state(config("t")).values["messages"]
+        keys = [key for message in first for key in message]
+        for key in keys:
+            if isinstance(key, Text):
+                key.note = "set by the first reader"  # type: ignore[attr-defined]
+        del first
+        mine = app.get_state(config("t")).values["messages"]
+    with SqliteSaver.from_conn_string(db_path) as reader:
+        theirs = builder.compile(checkpointer=reader).get_state(config("t")).values["messages"]
+    assert [list(map(type, m)) for m in mine] == [list(map(type, m)) for m in theirs]
+    assert not any(vars(key) for message in mine for key in message if type(key) is not str)
+    assert mine == theirs
+
+
+class DictChat(TypedDict):
+    messages: Annotated[list[dict[str, str]], operator.add]
+
+
 class Flipping(Serializer):
     """Encodes as ttcli's own serializer does; armed, it sets the flag of a list's newest
     reply while it encodes the list and sets it back after, as another thread could."""
@@ -308,7 +379,7 @@ class Flipping(Serializer):
 
     def dumps(self, value: Any, *, path: str = "value") -> bytes:
         newest = value[-1] if type(value) is list and value else None
-        if self.armed and type(newest) is dict and newest.get("role") == "bot":
+        if self.armed and isinstance(newest, dict) and newest.get("flag") is False:
             self.flips += 1
             newest["flag"] = True
             try:
@@ -318,19 +389,34 @@ class Flipping(Serializer):
         return super().dumps(value, path=path)
 
 
-def test_a_value_changed_and_changed_back_while_it_is_encoded_reads_as_stored(
-    db_path: Path,
-) -> None:
-    def bot(state: DictChat) -> dict[str, Any]:
-        return {"messages": [{"role": "bot", "text": "a reply " * 20, "flag": False}]}
+#: a chat of plain dicts, and one of messages (whose changes are counted): its state, a
+#: question and a reply
+CHATS: dict[str, tuple[type, Callable[[str], Any], Callable[[str], Any]]] = {
+    "plain dicts": (
+        DictChat,
+        lambda text: {"role": "user", "text": text},
+        lambda text: {"role": "bot", "text": text, "flag": False},
+    ),
+    "messages": (MessagesState, HumanMessage, lambda text: AIMessage(text, flag=False)),
+}
 
-    builder = _bot(bot, DictChat)
+
+@pytest.mark.parametrize("chat", CHATS)
+def test_a_value_changed_and_changed_back_while_it_is_encoded_reads_as_stored(
+    db_path: Path, chat: str
+) -> None:
+    schema, question, reply = CHATS[chat]
+
+    def bot(state: Any) -> dict[str, Any]:
+        return {"messages": [reply("a reply " * 20)]}
+
+    builder = _bot(bot, schema)
     flipping = Flipping()
     with SqliteSaver.from_conn_string(db_path, serde=flipping) as saver:
         app = builder.compile(checkpointer=saver)
-        app.invoke({"messages": [{"role": "user", "text": "q0 " * 20}]}, config("t"))
+        app.invoke({"messages": [question("q0 " * 20)]}, config("t"))
         flipping.armed = True
-        app.invoke({"messages": [{"role": "user", "text": "q1 " * 20}]}, config("t"))
+        app.invoke({"messages": [question("q1 " * 20)]}, config("t"))
         flipping.armed = False
         mine = [json.dumps(s.values) for s in app.get_state_history(config("t"))]
     assert flipping.flips  # it did set the flag while a list was encoded
@@ -484,10 +570,6 @@ def test_a_message_class_that_changes_without_telling_is_still_checked(db_path: 
     assert [m["content"] for m in _stored(db_path)] == [m["content"] for m in result["messages"]]
 
 
-class DictChat(TypedDict):
-    messages: Annotated[list[dict[str, str]], operator.add]
-
-
 def test_a_plain_dict_a_node_changes_in_place_is_stored_changed(db_path: Path) -> None:
     def bot(state: DictChat) -> dict[str, Any]:
         if len(state["messages"]) > 4:
@@ -596,6 +678,26 @@ def test_every_change_in_place_is_counted(method: str, args: tuple[Any, ...]) ->
     assert message_changes() > before
     assert changes_counted(HumanMessage) and changes_counted(Message)
     assert not changes_counted(Quiet) and not changes_counted(dict)
+
+
+def test_a_message_lists_its_fields_in_the_order_it_reads_back_in(db_path: Path) -> None:
+    """`json.dumps` of a state made in this process and of one read from the file agree."""
+
+    def bot(state: MessagesState) -> dict[str, Any]:
+        return {"messages": [AIMessage("a reply " * 9, flag=False)]}
+
+    builder = _bot(bot)
+    with SqliteSaver.from_conn_string(db_path) as saver:
+        app = builder.compile(checkpointer=saver)
+        made = app.invoke({"messages": [HumanMessage("q " * 9, id="1", name="n")]}, config("t"))
+        kept = app.get_state(config("t")).values
+    with SqliteSaver.from_conn_string(db_path) as reader:
+        read = builder.compile(checkpointer=reader).get_state(config("t")).values
+    assert [list(m) for m in read["messages"]] == [
+        ["type", "content", "id", "name"],
+        ["type", "content", "id", "flag"],
+    ]
+    assert json.dumps(made) == json.dumps(kept) == json.dumps(read)
 
 
 def test_making_or_reading_a_message_is_no_change() -> None:

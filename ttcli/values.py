@@ -64,8 +64,9 @@ class Message(dict[str, Any]):
         global _changes  # noqa: PLW0603 - see _counted
         fields.setdefault("type", self.message_type or fields.get("type", "human"))
         again = bool(self)  # a message made again in place is a change too
-        dict.__init__(self, type=fields.pop("type"), content=content, **fields)
-        dict.setdefault(self, "id", None)
+        # the fields in the order a stored message reads back in: type, content, id, others
+        message_id = fields.pop("id", None)
+        dict.__init__(self, type=fields.pop("type"), content=content, id=message_id, **fields)
         if again:
             _changes += 1
 

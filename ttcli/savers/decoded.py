@@ -1,8 +1,9 @@
 """Decoded list values kept between reads: a chat reads its history at every turn.
 
-Only lists of immutable scalars, and of messages or plain dicts whose fields are all immutable
-scalars, are kept; each reader gets copies (unless no one holds the messages it would copy
-any more), and a message changed in place is never taken for what was stored (see `Decoded`).
+Only lists of immutable scalars, and of messages or plain dicts whose keys and fields are all
+immutable scalars, are kept; each reader gets copies (unless no one holds the messages it
+would copy any more), and a message changed in place is never taken for what was stored (see
+`Decoded`).
 """
 
 from __future__ import annotations
@@ -66,14 +67,17 @@ class Decoded:
     """A list channel value as decoded, handed out to readers while it is intact.
 
     Only lists of immutable scalars, and of messages or plain dicts (both "messages" here)
-    whose fields are all immutable scalars, are kept, and each reader gets messages of its
-    own (copies), so what one reader changes no other sees: the next reader gets the very
-    messages the last one had only when nothing holds them but the saver (the last run's
-    result was dropped), see `handed_out`. A message changed in place is never handed out
+    whose keys and fields are all immutable scalars, are kept, and each reader gets messages
+    of its own (copies), so what one reader changes no other sees: the next reader gets the
+    very messages the last one had only when nothing holds them but the saver (the last
+    run's result was dropped), see `handed_out`. A message changed in place is never handed out
     again nor taken for what was stored:
 
     * `Message`s count their changes in place (`message_changes`): while the count has not
-      moved since they were last known as kept, they are, without looking at them;
+      moved since they were last known as kept, they are, without looking at them; but
+      copies of them are always compared (a change is counted once made: a copy made while
+      another thread makes it holds it uncounted), and a list stored while the count moved
+      is not kept (a message may have been changed and changed back as it was encoded);
     * other messages (plain dicts) are handed out as copies of copies that no reader ever
       gets (`originals`);
     * else, and before a put takes a list for the kept one grown, a list of plain dicts is
@@ -112,8 +116,10 @@ class Decoded:
         if kinds <= serde.SCALARS:
             items = Grown.of(value)
             return cls(items, items, *_shape(()), frozenset(), seen, None)
-        if all(kind is dict or issubclass(kind, Message) for kind in kinds) and all(
-            map(serde.SCALARS.__contains__, map(type, _flat(dict.values, value)))
+        if (
+            all(kind is dict or issubclass(kind, Message) for kind in kinds)
+            and all(map(serde.SCALARS.__contains__, map(type, _flat(dict.values, value))))
+            and all(map(serde.SCALARS.__contains__, map(type, _flat(dict.keys, value))))
         ):
             items = Grown.of(value)
             originals = _originals(kinds, items)
@@ -122,13 +128,16 @@ class Decoded:
             return kept if private else _copied_as_seen(kept)
         return None
 
-    def intact(self, length: int | None = None) -> bool:
+    def intact(self, length: int | None = None, *, copied: bool = False) -> bool:
         """Whether every message handed out or stored is as it was kept (with `length`,
-        those among the first `length` items)."""
+        those among the first `length` items). `copied`: the items are copies just made of
+        messages readers hold, compared even if no change was counted since the last look
+        (a change is counted once made: a copy made while another thread makes it holds it
+        uncounted)."""
         if not self.kinds:
             return True  # immutable scalars
         now = message_changes()  # before looking (see `of`)
-        if now == self.seen and _all_counted(self.kinds):
+        if now == self.seen and _all_counted(self.kinds) and not copied:
             return True  # all are messages whose changes are counted, and none changed
         if self.data is not None and length is None:
             return _encoded(self.items.copy()) == self.data
@@ -166,14 +175,15 @@ class Decoded:
         # copied first, then compared: what another thread changes meanwhile in the
         # messages handed out before is never taken for what was stored
         handed = replace(self, items=copies, originals=copies)
-        return handed if handed.intact() else None
+        return handed if handed.intact(copied=True) else None
 
     def prefix(self, length: int) -> list[Any] | None:
         """Copies of the first `length` items (the list a blob this one extends holds); None
         if one of them was changed in place."""
         copies = _copies(self.kinds, self.originals.copy(length))
-        if self.originals is self.items and not self.intact(length):
-            return None  # copied first, then compared (see `handed_out`)
+        if self.originals is self.items:  # copied first, then compared (see `handed_out`)
+            if not replace(self, items=Grown.whole(copies)).intact(length, copied=True):
+                return None
         return copies
 
     def extended(self, added: Decoded) -> Decoded | None:
@@ -216,12 +226,15 @@ def still_as_kept(kept: Decoded | None, value: list[Any], stored: bytes) -> Deco
     changed and changed back meanwhile may have been encoded in between."""
     if kept is None or len(value) != len(kept.items):
         return None
+    counted = message_changes() != kept.seen  # before `intact`, which may move `seen`
     if not all(map(operator.is_, value, kept.items)) or not kept.intact():
         return None
     if kept.originals is not kept.items:
         encoded = kept.data if kept.data is not None else _encoded(kept.originals.copy())
         if encoded != stored:
             return None
+    elif kept.kinds and counted:
+        return None  # a message changed (and maybe back): what was encoded is not known
     return kept
 
 
