@@ -698,6 +698,14 @@ def test_a_message_lists_its_fields_in_the_order_it_reads_back_in(db_path: Path)
         ["type", "content", "id", "flag"],
     ]
     assert json.dumps(made) == json.dumps(kept) == json.dumps(read)
+    again = read["messages"][0]
+    again.__init__("made again")
+    assert list(again.items()) == [
+        ("type", "human"),
+        ("content", "made again"),
+        ("id", "1"),
+        ("name", "n"),
+    ]
 
 
 def test_making_or_reading_a_message_is_no_change() -> None:

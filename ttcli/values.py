@@ -65,7 +65,8 @@ class Message(dict[str, Any]):
         fields.setdefault("type", self.message_type or fields.get("type", "human"))
         again = bool(self)  # a message made again in place is a change too
         # the fields in the order a stored message reads back in: type, content, id, others
-        message_id = fields.pop("id", None)
+        # (made again in place without an id, it keeps its own, as dict's update would)
+        message_id = fields.pop("id", dict.get(self, "id"))
         dict.__init__(self, type=fields.pop("type"), content=content, id=message_id, **fields)
         if again:
             _changes += 1
