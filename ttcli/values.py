@@ -14,15 +14,23 @@ from __future__ import annotations
 
 import copy
 import functools
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Generic, TypeVar
 
+#: changes in place begun and ended, each counted twice (as it begins and as it ends), and
+#: those begun and not yet ended; changed together under the lock
 _changes = 0
+_busy = 0
+_counting = threading.Lock()
+
+T = TypeVar("T")
 
 
 def message_changes() -> int:
-    """How many times a message was changed in place (through its own methods) so far.
+    """How many times a message was changed in place (through its own methods) so far,
+    counted as each change begins and again as it ends.
 
     A saver that kept messages checks them field by field only when this moved since it
     last did: a chat's history is not walked at every turn to find it unchanged. Changes
@@ -32,17 +40,36 @@ def message_changes() -> int:
     return _changes
 
 
+def made_unchanged(make: Callable[[], T]) -> tuple[T, int | None]:
+    """What `make` returns (copies of messages, say), and `message_changes()` as it was
+    while `make` ran, if no message was being changed in place meanwhile (else None): the
+    copies then hold no change the count has not counted."""
+    with _counting:
+        began, busy = _changes, _busy
+    made = make()
+    with _counting:
+        ended = _changes
+    return made, began if busy == 0 and ended == began else None
+
+
+def _change(begins: bool) -> None:
+    global _changes, _busy  # noqa: PLW0603 - one count for every message of the process
+    with _counting:
+        _changes += 1
+        _busy += 1 if begins else -1
+
+
 def _counted(method: Callable[..., Any]) -> Callable[..., Any]:
-    """Dict's `method`, counting the change after it was made (so that a check that read
-    the count before it began sees either the change or a new count)."""
+    """Dict's `method`, counted as it begins and as it ends (a check that read the count
+    before it began sees the change, or a new count)."""
 
     @functools.wraps(method)
     def changing(self: Message, *args: Any, **kwargs: Any) -> Any:
-        global _changes  # noqa: PLW0603 - one count for every message of the process
+        _change(begins=True)
         try:
             return method(self, *args, **kwargs)
         finally:
-            _changes += 1
+            _change(begins=False)
 
     return changing
 
@@ -61,15 +88,18 @@ class Message(dict[str, Any]):
     defaults: dict[str, Any] = {"name": None, "additional_kwargs": {}, "response_metadata": {}}
 
     def __init__(self, content: Any = "", **fields: Any) -> None:
-        global _changes  # noqa: PLW0603 - see _counted
         fields.setdefault("type", self.message_type or fields.get("type", "human"))
         again = bool(self)  # a message made again in place is a change too
         # the fields in the order a stored message reads back in: type, content, id, others
         # (made again in place without an id, it keeps its own, as dict's update would)
         message_id = fields.pop("id", dict.get(self, "id"))
-        dict.__init__(self, type=fields.pop("type"), content=content, id=message_id, **fields)
         if again:
-            _changes += 1
+            _change(begins=True)
+        try:
+            dict.__init__(self, type=fields.pop("type"), content=content, id=message_id, **fields)
+        finally:
+            if again:
+                _change(begins=False)
 
     __setitem__ = _counted(dict.__setitem__)
     __delitem__ = _counted(dict.__delitem__)

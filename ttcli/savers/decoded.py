@@ -18,9 +18,17 @@ from itertools import chain, islice
 from typing import Any
 
 from ttcli.savers import serde
-from ttcli.values import Message, changes_counted, copy_message, message_changes
+from ttcli.values import (
+    Message,
+    changes_counted,
+    copy_message,
+    made_unchanged,
+    message_changes,
+)
 
 _PLAIN = frozenset({dict})
+#: `Decoded.intact` of the messages themselves: the change count is read as it looks
+_NOW = -1
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,10 +82,11 @@ class Decoded:
     again nor taken for what was stored:
 
     * `Message`s count their changes in place (`message_changes`): while the count has not
-      moved since they were last known as kept, they are, without looking at them; but
-      copies of them are always compared (a change is counted once made: a copy made while
-      another thread makes it holds it uncounted), and a list stored while the count moved
-      is not kept (a message may have been changed and changed back as it was encoded);
+      moved since they were last known as kept, they are, without looking at them; copies
+      of them are, if they were made while no message was being changed (another thread's
+      change may be made and not yet counted), else compared; and a list stored while the
+      count moved is not kept (a message may have been changed and changed back as it was
+      encoded);
     * other messages (plain dicts) are handed out as copies of copies that no reader ever
       gets (`originals`);
     * else, and before a put takes a list for the kept one grown, a list of plain dicts is
@@ -128,16 +137,16 @@ class Decoded:
             return kept if private else _copied_as_seen(kept)
         return None
 
-    def intact(self, length: int | None = None, *, copied: bool = False) -> bool:
+    def intact(self, length: int | None = None, *, made_at: int | None = _NOW) -> bool:
         """Whether every message handed out or stored is as it was kept (with `length`,
-        those among the first `length` items). `copied`: the items are copies just made of
-        messages readers hold, compared even if no change was counted since the last look
-        (a change is counted once made: a copy made while another thread makes it holds it
-        uncounted)."""
+        those among the first `length` items). `made_at`: the items are copies just made
+        (`made_unchanged`) of messages readers hold, at that change count (None: while a
+        message was being changed, so that a copy may hold a change not yet counted)."""
         if not self.kinds:
             return True  # immutable scalars
         now = message_changes()  # before looking (see `of`)
-        if now == self.seen and _all_counted(self.kinds) and not copied:
+        counted = now if made_at == _NOW else made_at
+        if counted == self.seen and _all_counted(self.kinds):
             return True  # all are messages whose changes are counted, and none changed
         if self.data is not None and length is None:
             return _encoded(self.items.copy()) == self.data
@@ -169,20 +178,22 @@ class Decoded:
             and _fields_only(self.kinds)
         ):
             return self if self.intact() else None
-        copies = Grown.whole(_copies(self.kinds, self.originals.copy()))
+        copies, made_at = made_unchanged(
+            lambda: Grown.whole(_copies(self.kinds, self.originals.copy()))
+        )
         if self.originals is not self.items:  # copies of what no reader ever got
             return replace(self, items=copies)
         # copied first, then compared: what another thread changes meanwhile in the
         # messages handed out before is never taken for what was stored
         handed = replace(self, items=copies, originals=copies)
-        return handed if handed.intact(copied=True) else None
+        return handed if handed.intact(made_at=made_at) else None
 
     def prefix(self, length: int) -> list[Any] | None:
         """Copies of the first `length` items (the list a blob this one extends holds); None
         if one of them was changed in place."""
-        copies = _copies(self.kinds, self.originals.copy(length))
+        copies, made_at = made_unchanged(lambda: _copies(self.kinds, self.originals.copy(length)))
         if self.originals is self.items:  # copied first, then compared (see `handed_out`)
-            if not replace(self, items=Grown.whole(copies)).intact(length, copied=True):
+            if not replace(self, items=Grown.whole(copies)).intact(length, made_at=made_at):
                 return None
         return copies
 
