@@ -9,6 +9,8 @@ import copy
 import json
 import operator
 import pickle
+import signal
+import subprocess
 import sys
 import threading
 import time
@@ -20,11 +22,11 @@ from typing import Annotated, Any, TypedDict
 
 import pytest
 
-from tests.test_saver_contract import config
+from tests.test_saver_contract import config, make_checkpoint
 from ttcli import END, START, AIMessage, HumanMessage, MessagesState, StateGraph, add_messages
 from ttcli.savers.serde import Serializer
 from ttcli.savers.sqlite import SqliteSaver
-from ttcli.values import Message, changes_counted, message_changes
+from ttcli.values import Message, changes_counted, made_unchanged, message_changes
 
 
 class Quiet(HumanMessage):
@@ -242,6 +244,144 @@ def test_readers_in_threads_that_change_and_change_back_never_see_each_others_ch
             sys.setswitchinterval(interval)
     assert wrong == []
     assert min(reads) > 100  # both read, many times
+
+
+class Waiting(Serializer):
+    """Encodes as ttcli's own serializer does; it lets `steps` go on as it encodes a list
+    starting with `first`, once before and once after."""
+
+    def __init__(self, first: Message, steps: list[tuple[threading.Event, threading.Event]]):
+        super().__init__()
+        self.first, self.steps = first, steps
+
+    def dumps(self, value: Any, *, path: str = "value") -> bytes:
+        if type(value) is list and value and value[0] is self.first:
+            go_on, done = self.steps[0]
+            go_on.set()
+            assert done.wait(timeout=30)  # changed
+            data = super().dumps(value, path=path)
+            go_on, done = self.steps[1]
+            go_on.set()
+            assert done.wait(timeout=30)  # changed back, and the change not yet ended
+            return data
+        return super().dumps(value, path=path)
+
+
+def test_a_change_under_way_across_a_whole_put_is_never_kept_for_what_was_stored(
+    db_path: Path,
+) -> None:
+    """A change in place that begins before a put and ends after it (`update` from an
+    iterable another thread feeds) sets a field as the list is encoded and sets it back
+    before the put looks again: no count moved during the put, yet what it encoded is not
+    what it would keep. Found by an attack session."""
+    reply = AIMessage("a reply " * 10, id="a", flag=False)
+    begun, finish = threading.Event(), threading.Event()
+    steps = [(threading.Event(), threading.Event()) for _ in range(2)]
+
+    def fields() -> Iterator[tuple[str, bool]]:
+        begun.set()
+        for (go_on, done), flag in zip(steps, (True, False), strict=True):
+            assert go_on.wait(timeout=30)
+            yield "flag", flag
+            done.set()
+        assert finish.wait(timeout=30)
+
+    with SqliteSaver.from_conn_string(db_path, serde=Waiting(reply, steps)) as saver:
+        changing = threading.Thread(target=reply.update, args=(fields(),))
+        changing.start()
+        assert begun.wait(timeout=30)
+        checkpoint = make_checkpoint(0, messages=[reply])
+        metadata = {"source": "loop", "step": 0, "parents": {}}
+        saver.put(config("t"), checkpoint, metadata, checkpoint["channel_versions"])
+        finish.set()
+        changing.join()
+        found = saver.get_tuple(config("t"))
+        assert found is not None
+        mine = [dict(m) for m in found.checkpoint["channel_values"]["messages"]]
+    assert mine == _stored(db_path)
+    assert mine[0]["flag"] is True  # as it was encoded
+
+
+@pytest.mark.skipif(not hasattr(signal, "setitimer"), reason="no interval timer signals")
+def test_an_exception_a_signal_handler_raises_never_leaves_a_change_under_way() -> None:
+    """Ctrl-C (or any signal handler's exception) during a change in place: the change is
+    counted as ended, or never as begun. One counted as under way for good would make every
+    later read compare its copies field by field (twice the time at 2,000 messages). Found
+    by an attack session: it stuck within a few interrupts."""
+
+    class Interrupted(Exception):
+        pass
+
+    armed = [False]
+
+    def interrupt(_signum: int, _frame: Any) -> None:
+        if armed[0]:
+            armed[0] = False
+            raise Interrupted
+
+    message = HumanMessage("hello", id="x")
+    before = signal.signal(signal.SIGALRM, interrupt)
+    signal.setitimer(signal.ITIMER_REAL, 1e-4, 1e-4)
+    interrupted = 0
+    try:
+        until = time.monotonic() + 2
+        while time.monotonic() < until:
+            try:
+                armed[0] = True
+                for _ in range(1000):
+                    message["content"] = "changed"
+                armed[0] = False
+            except Interrupted:
+                interrupted += 1
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0, 0)
+        signal.signal(signal.SIGALRM, before)
+    assert interrupted > 100
+    assert made_unchanged(lambda: None)[1] is not None  # no change under way
+
+
+COLLECTED = """
+import gc, sys, threading, time
+from ttcli import HumanMessage
+
+other = HumanMessage("v", id="v")
+main = threading.main_thread()
+
+def changing(phase, info):
+    if phase == "start" and threading.current_thread() is main:
+        other["content"] = "changed by a callback of the garbage collector"
+
+def drain():  # keeps the free list of 3-tuples empty: the collector then runs more often
+    held, three = [], [1, 2, 3]
+    while True:
+        held += [tuple(three) for _ in range(1000)]
+        if len(held) > 200_000:
+            held.clear()
+
+gc.callbacks.append(changing)
+threading.Thread(target=drain, daemon=True).start()
+sys.setswitchinterval(1e-6)
+message = HumanMessage("hello", id="x")
+until = time.monotonic() + 6
+while time.monotonic() < until:
+    for _ in range(1000):
+        message["content"] = "changed"
+print("done")
+"""
+
+
+def test_a_collector_callback_that_changes_a_message_never_deadlocks() -> None:
+    """The garbage collector can run while a change is being counted (at an allocation under
+    the count's lock) and call back into code that changes a message. Found by an attack
+    session: with a lock that was not reentrant, 3 runs in 4 hung."""
+    done = subprocess.run(
+        [sys.executable, "-c", COLLECTED],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=Path(__file__).parent.parent,
+    )
+    assert (done.returncode, done.stdout) == (0, "done\n"), done.stderr
 
 
 def test_a_message_the_caller_keeps_a_weak_reference_to_never_sees_a_later_change(

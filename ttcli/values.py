@@ -20,10 +20,11 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Generic, TypeVar
 
 #: changes in place begun and ended, each counted twice (as it begins and as it ends), and
-#: those begun and not yet ended; changed together under the lock
+#: those begun and not yet ended; changed together under the lock (reentrant: the garbage
+#: collector may run a callback that changes a message while this thread holds it)
 _changes = 0
 _busy = 0
-_counting = threading.Lock()
+_counting = threading.RLock()
 
 T = TypeVar("T")
 
@@ -41,9 +42,9 @@ def message_changes() -> int:
 
 
 def made_unchanged(make: Callable[[], T]) -> tuple[T, int | None]:
-    """What `make` returns (copies of messages, say), and `message_changes()` as it was
-    while `make` ran, if no message was being changed in place meanwhile (else None): the
-    copies then hold no change the count has not counted."""
+    """What `make` returns (copies of messages, or their encoding), and `message_changes()`
+    as it was while `make` ran, if no message was being changed in place meanwhile (else
+    None): the copies then hold no change the count has not counted."""
     with _counting:
         began, busy = _changes, _busy
     made = make()
@@ -52,26 +53,34 @@ def made_unchanged(make: Callable[[], T]) -> tuple[T, int | None]:
     return made, began if busy == 0 and ended == began else None
 
 
-def _change(begins: bool) -> None:
-    global _changes, _busy  # noqa: PLW0603 - one count for every message of the process
-    with _counting:
-        _changes += 1
-        _busy += 1 if begins else -1
-
-
 def _counted(method: Callable[..., Any]) -> Callable[..., Any]:
     """Dict's `method`, counted as it begins and as it ends (a check that read the count
     before it began sees the change, or a new count)."""
 
     @functools.wraps(method)
     def changing(self: Message, *args: Any, **kwargs: Any) -> Any:
-        _change(begins=True)
+        global _changes, _busy  # noqa: PLW0603 - one count for every message of the process
+        # no call of Python code from the counts to the mark, nor from the `finally` to the
+        # end's counts: an exception a signal handler raises is raised either before the
+        # change counts as under way or once it was counted as ended
+        begun = False
         try:
+            with _counting:
+                _changes += 1
+                _busy += 1
+                begun = True
             return method(self, *args, **kwargs)
         finally:
-            _change(begins=False)
+            with _counting:
+                if begun:
+                    _changes += 1
+                    _busy -= 1
 
     return changing
+
+
+#: `Message.__init__` of a message made again in place: a change too
+_init_again = _counted(dict.__init__)
 
 
 class Message(dict[str, Any]):
@@ -93,13 +102,8 @@ class Message(dict[str, Any]):
         # the fields in the order a stored message reads back in: type, content, id, others
         # (made again in place without an id, it keeps its own, as dict's update would)
         message_id = fields.pop("id", dict.get(self, "id"))
-        if again:
-            _change(begins=True)
-        try:
-            dict.__init__(self, type=fields.pop("type"), content=content, id=message_id, **fields)
-        finally:
-            if again:
-                _change(begins=False)
+        init = _init_again if again else dict.__init__
+        init(self, type=fields.pop("type"), content=content, id=message_id, **fields)
 
     __setitem__ = _counted(dict.__setitem__)
     __delitem__ = _counted(dict.__delitem__)

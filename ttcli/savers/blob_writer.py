@@ -19,7 +19,7 @@ from ttcli.savers.blobs import (
     ChannelInfo,
     entry_refs,
 )
-from ttcli.savers.decoded import Decoded, still_as_kept
+from ttcli.savers.decoded import encoded_kept, still_as_kept
 from ttcli.savers.encoded_lists import body
 from ttcli.savers.serde import Ref, array_header
 
@@ -147,8 +147,7 @@ class BlobWriter:
             appended = self._appended(value, previous.key)
             if appended is not None:
                 return appended
-        kept = Decoded.of(value)
-        data = self.serde.dumps(value, path=name)
+        kept, data = encoded_kept(value, lambda: self.serde.dumps(value, path=name))
         if len(data) <= INLINE_MAX:
             return self.serde.loads(data)
         if type(value) is list and isinstance(previous, Ref):
@@ -179,9 +178,8 @@ class BlobWriter:
         tail = self.store.appended_items(base_key, value)
         if tail is None:
             return None
-        added = Decoded.of(tail)  # taken before it is encoded (see keep_decoded)
-        try:
-            delta = self.serde.dumps(tail)
+        try:  # what is kept is taken before it is encoded (see keep_decoded)
+            added, delta = encoded_kept(tail, lambda: self.serde.dumps(tail))
         except SerializationError:
             return None  # encoding the whole value names what cannot be stored
         appended = self._append(value, base_key, tail=(len(tail), delta))

@@ -229,6 +229,14 @@ class Decoded:
         return grown if originals is items or own else _copied_as_seen(grown)
 
 
+def encoded_kept(value: Any, encode: Callable[[], bytes]) -> tuple[Decoded | None, bytes]:
+    """`value` encoded by `encode`, with the list kept of it taken just before (`Decoded.of`,
+    see `still_as_kept`); None for it if a message was being changed in place meanwhile: what
+    was encoded is then not known."""
+    (kept, data), made_at = made_unchanged(lambda: (Decoded.of(value), encode()))
+    return (kept if made_at is not None else None), data
+
+
 def still_as_kept(kept: Decoded | None, value: list[Any], stored: bytes) -> Decoded | None:
     """`kept`, taken from the list `value` before it was encoded as `stored`, if the list
     still holds the same items, as they were then, and so as encoded; else None (another
