@@ -84,9 +84,9 @@ class Decoded:
     * `Message`s count their changes in place (`message_changes`): while the count has not
       moved since they were last known as kept, they are, without looking at them; copies
       of them are, if they were made while no message was being changed (another thread's
-      change may be made and not yet counted), else compared; and a list stored while the
-      count moved is not kept (a message may have been changed and changed back as it was
-      encoded);
+      change may be made and not yet counted), else compared; and a list encoded while a
+      message was being changed, or the count moved, is not kept (a message may have been
+      changed and changed back as it was encoded: `encoded_kept`);
     * other messages (plain dicts) are handed out as copies of copies that no reader ever
       gets (`originals`);
     * else, and before a put takes a list for the kept one grown, a list of plain dicts is
@@ -242,18 +242,16 @@ def still_as_kept(kept: Decoded | None, value: list[Any], stored: bytes) -> Deco
     still holds the same items, as they were then, and so as encoded; else None (another
     thread changed the list or a message meanwhile: what was kept is not what was stored).
     Copies of their own (plain dicts) must encode as `stored` too: a value another thread
-    changed and changed back meanwhile may have been encoded in between."""
+    changed and changed back meanwhile may have been encoded in between (for messages whose
+    changes are counted, `encoded_kept` gave no `kept` then)."""
     if kept is None or len(value) != len(kept.items):
         return None
-    counted = message_changes() != kept.seen  # before `intact`, which may move `seen`
     if not all(map(operator.is_, value, kept.items)) or not kept.intact():
         return None
     if kept.originals is not kept.items:
         encoded = kept.data if kept.data is not None else _encoded(kept.originals.copy())
         if encoded != stored:
             return None
-    elif kept.kinds and counted:
-        return None  # a message changed (and maybe back): what was encoded is not known
     return kept
 
 
