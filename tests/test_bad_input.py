@@ -238,7 +238,7 @@ BAD = [
     Bad("other-sqlite-file", cli("threads"), 6, NOT_TTCLI, other_sqlite),
     Bad("truncated-file", cli("history", "-t", "order:123"), 6, NOT_TTCLI, truncated),
     Bad("newer-schema", cli("threads"), 6,
-        r".*(newer\.db|postgresql://\S+) uses ttcli schema version 99, newer than this ttcli understands \(6\): upgrade ttcli to read it",
+        r".*(newer\.db|postgresql://\S+) uses ttcli schema version 99, newer than this ttcli understands \(7\): upgrade ttcli to read it",
         newer),
     Bad("corrupt-blob", cli("show", "latest", "-t", "order:123"), 6,
         rf"checkpoint {ID} of thread 'order:123' does not read: .*", corrupt_blobs),

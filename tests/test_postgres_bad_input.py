@@ -134,22 +134,24 @@ def test_no_permission_to_create_tables_is_one_line(
     assert _tables(owner) == []
 
 
-def test_a_version_5_database_is_read_as_it_is_and_upgraded_when_written() -> None:
-    """Version 6 only adds map deltas: a version-5 database reads, and the first writer marks
-    it 6 so that an older ttcli refuses it instead of misreading a delta."""
+@pytest.mark.parametrize("old", [5, 6])
+def test_an_older_database_is_read_as_it_is_and_upgraded_when_written(old: int) -> None:
+    """Versions 6 and 7 only add map deltas and a Send as ext 14: an older database reads,
+    and the first writer marks it 7 so that an older ttcli refuses it instead of misreading
+    what this one writes."""
     dsn = new_dsn()
     with PostgresSaver.from_conn_string(dsn):
         pass
     with psycopg.connect(dsn, autocommit=True) as conn:
-        conn.execute("UPDATE ttcli_meta SET version = 5")
+        conn.execute("UPDATE ttcli_meta SET version = %s", (old,))
     with PostgresSaver.from_conn_string(dsn, readonly=True) as reader:
         assert list(reader.list_threads()) == []
     with psycopg.connect(dsn) as conn:
-        assert conn.execute("SELECT version FROM ttcli_meta").fetchone() == (5,)
+        assert conn.execute("SELECT version FROM ttcli_meta").fetchone() == (old,)
     with PostgresSaver.from_conn_string(dsn):
         pass
     with psycopg.connect(dsn) as conn:
-        assert conn.execute("SELECT version FROM ttcli_meta").fetchone() == (6,)
+        assert conn.execute("SELECT version FROM ttcli_meta").fetchone() == (7,)
     with psycopg.connect(dsn, autocommit=True) as conn:
         conn.execute("UPDATE ttcli_meta SET version = 4")  # older than any ttcli wrote
     with (

@@ -149,6 +149,25 @@ def test_ttcli_own_types_keep_the_names_they_were_first_stored_under() -> None:
     expected = msgpack.packb(msgpack.ExtType(serde.OBJECT, msgpack.packb(stored)))
     assert serde.dumps(Interrupt("q", "i")) == expected
     assert Serializer().loads(expected) == Interrupt("q", "i")
+    # a Send as files of version 6 and older hold it
+    old = _forged(serde.OBJECT, ["ttcli.runtime.commands.Send", {"node": "n", "arg": {"i": 1}}])
+    assert Serializer().loads(old) == Send("n", {"i": 1})
+
+
+def test_a_send_is_stored_by_position_so_a_fan_out_task_s_stays_small() -> None:
+    data = serde.dumps(Send("work", {"i": 7}))
+    assert data == _forged(serde.SEND, ["work", {"i": 7}])
+    assert len(data) == 13  # the ext header 3 bytes, [node, arg] 10
+
+
+def test_a_subclass_of_send_is_stored_as_its_own_class() -> None:
+    @dataclasses.dataclass(frozen=True)
+    class Retry(Send):
+        attempt: int = 0
+
+    data = serde.dumps(Retry("n", 1, attempt=2))
+    assert Serializer(types=[Retry]).loads(data) == Retry("n", 1, attempt=2)
+    assert serde.loads(data)["data"] == {"node": "n", "arg": 1, "attempt": 2}
 
 
 def _forged(code: int, payload: Any) -> bytes:
@@ -196,8 +215,24 @@ def test_hostile_ext_types_never_import_or_run(
 
 @pytest.mark.parametrize(
     "data",
-    [b"\xc1", serde.dumps("abcdef")[:3], b"\xd4\x0b", _forged(serde.TIMEDELTA, "not a list")],
-    ids=["reserved-byte", "truncated", "truncated-ext", "wrong-payload"],
+    [
+        b"\xc1",
+        serde.dumps("abcdef")[:3],
+        b"\xd4\x0b",
+        _forged(serde.TIMEDELTA, "not a list"),
+        _forged(serde.SEND, "ab"),
+        _forged(serde.SEND, ["node"]),
+        _forged(serde.SEND, [1, "arg"]),
+    ],
+    ids=[
+        "reserved-byte",
+        "truncated",
+        "truncated-ext",
+        "wrong-payload",
+        "send-not-a-list",
+        "send-without-arg",
+        "send-node-not-text",
+    ],
 )
 def test_undecodable_bytes_raise_never_return_none(data: bytes) -> None:
     with pytest.raises(CorruptValueError, match="undecodable"):

@@ -62,7 +62,7 @@ def test_the_database_is_what_schema_sql_describes(db_path: Path) -> None:
     reference.executescript((ROOT / "schema.sql").read_text())
     created = sqlite3.connect(db_path)
     assert structure(created) == structure(reference)
-    assert created.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 6
+    assert created.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 7
     assert created.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
 
 

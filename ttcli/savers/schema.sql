@@ -1,4 +1,4 @@
--- ttcli database format, version 6.
+-- ttcli database format, version 7.
 --
 -- One SQLite file holds any number of threads. Every checkpoint (a thread's state at one
 -- superstep boundary) is a row of `checkpoints`; the values it holds are stored once per
@@ -13,10 +13,11 @@
 --   10 enum [type name, value], 11 object [type name, {field: value}] (dataclass, pydantic
 --   model, namedtuple), 12 chat message [type, content, id, {other fields} or nil] where the
 --   type is 0 human, 1 ai, 2 system, 3 tool, 4 remove or the type's name, and an id that is a
---   UUID is stored as its 16 bytes, 13 reference to a blob (integer blob_key).
+--   UUID is stored as its 16 bytes, 13 reference to a blob (integer blob_key), 14 Send
+--   [node name, argument] (a fan-out writes one per task; before version 7, an ext 11).
 -- A reader must never import or call the type names found in ext 10 and 11: ttcli rebuilds
 -- only classes the application registered and otherwise returns {"$type": name, ...}.
--- ttcli's own Interrupt, Send and Command are ext 11 under the names ttcli.runtime.commands.*.
+-- ttcli's own Interrupt and Command are ext 11 under the names ttcli.runtime.commands.*.
 --
 -- The view `checkpoint_list` at the end shows checkpoints in LangGraph's terms (text ids,
 -- ISO times, the full metadata as JSON) for sqlite3, sqlite-utils and datasette users.
@@ -38,7 +39,7 @@
 --   4. a state delta's parent row exists (deleting a parent rewrites its children in full);
 --   5. an interrupt's answer (a __resume__ write) is stored once.
 
-PRAGMA user_version = 6;
+PRAGMA user_version = 7;
 
 -- A thread of checkpoints in one namespace ('' for the root graph).
 CREATE TABLE threads (

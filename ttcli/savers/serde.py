@@ -35,12 +35,13 @@ from ttcli.values import Command, Interrupt, Message, Send, rebuild
 
 # ext type codes: part of the file format, never renumber
 TUPLE, SET, FROZENSET, DATETIME, DATE, TIME, TIMEDELTA = 1, 2, 3, 4, 5, 6, 7
-UUID, DECIMAL, ENUM, OBJECT, MESSAGE, REF = 8, 9, 10, 11, 12, 13
+UUID, DECIMAL, ENUM, OBJECT, MESSAGE, REF, SEND = 8, 9, 10, 11, 12, 13, 14
 
 TYPE_MARKER = "$type"
 
 #: ttcli's own types by the name they are stored under. The names are part of the file format:
-#: the classes were first defined in ttcli.runtime.commands and are still stored under it.
+#: the classes were first defined in ttcli.runtime.commands and are still stored under it (a
+#: Send as ext 11 only in files of version 6 and older: since, it is ext 14).
 OWN_TYPES: dict[str, type] = {
     "ttcli.runtime.commands.Command": Command,
     "ttcli.runtime.commands.Interrupt": Interrupt,
@@ -232,6 +233,8 @@ def _default(obj: Any) -> Any:  # noqa: PLR0911 - one branch per supported type
         return _ext(MESSAGE, _message_payload(obj))
     if isinstance(obj, Ref):  # the commonest ext in stored states: packed by hand
         return msgpack.ExtType(REF, _packed_uint(obj.key))
+    if type(obj) is Send:  # a fan-out writes one per task: [node, arg], no class name
+        return _ext(SEND, [obj.node, obj.arg])
     if isinstance(obj, TypedData) and (payload := obj.stored_form()) is not None:
         return _ext(obj.code, payload)
     if isinstance(obj, enum.Enum):
@@ -277,6 +280,12 @@ def _message(payload: list[Any]) -> Message:
     if isinstance(message_id, bytes):
         message_id = dashed(message_id.hex())
     return rebuild(message_type, content, message_id, fields or {})
+
+
+def _send(payload: Any) -> Send:
+    if type(payload) is not list or len(payload) != 2 or type(payload[0]) is not str:
+        raise ValueError("a Send is [node name, argument]")
+    return Send(*payload)
 
 
 def _sorted_items(items: Any) -> list[Any]:
@@ -328,6 +337,7 @@ _DECODERS: dict[int, Any] = {
     DECIMAL: Decimal,
     MESSAGE: _message,
     REF: Ref,
+    SEND: _send,
 }
 
 _PLAIN = Serializer()

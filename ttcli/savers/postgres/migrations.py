@@ -9,7 +9,7 @@ import psycopg
 
 from ttcli.errors import NotFoundError, SchemaVersionError, StorageError
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 FIRST_VERSION = 5  # the first version ttcli wrote on PostgreSQL; none older exists
 
 #: the tables and views schema-postgres.sql creates, by kind
@@ -86,8 +86,9 @@ def open_schema(conn: psycopg.Connection[Any], where: str, *, readonly: bool) ->
             "PostgreSQL: it is damaged, or not ttcli's"
         )
     if version < SCHEMA_VERSION and not readonly:
-        # version 6 stores map deltas (blobs whose value is a map, see schema.sql): no SQL
-        # to run, only a version that older ttcli refuses instead of misreading them
+        # version 6 stores map deltas (blobs whose value is a map, see schema.sql), 7 a
+        # Send as ext 14: no SQL to run, only a version that older ttcli refuses instead of
+        # misreading them
         with conn.transaction():
             conn.execute(
                 "UPDATE ttcli_meta SET version = %s WHERE version < %s",

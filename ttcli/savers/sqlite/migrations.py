@@ -11,7 +11,7 @@ from urllib.parse import quote
 from ttcli.errors import NotFoundError, SchemaVersionError, StorageError
 from ttcli.savers.sqlite.errors import storage_error
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 
 #: upgrade steps: MIGRATIONS[v] turns a version-v database into version v + 1
 MIGRATIONS: dict[int, str] = {
@@ -36,6 +36,8 @@ MIGRATIONS: dict[int, str] = {
     "WHERE previous IS NULL OR previous != parent;",
     # map deltas: blobs whose value is a map with a base (no SQL; older ttcli cannot read them)
     5: "",
+    # a Send as ext 14 (no SQL; older ttcli cannot read it)
+    6: "",
 }
 
 
