@@ -10,12 +10,15 @@ copy itself (its pages, blob keys and checks)."""
 from __future__ import annotations
 
 import datetime as dt
+import sqlite3
 import tempfile
-from contextlib import closing
+from collections.abc import Callable
+from contextlib import AbstractContextManager, closing, nullcontext
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, TypedDict
 
+import msgpack
 import pytest
 from hypothesis import HealthCheck, given, settings
 
@@ -26,11 +29,22 @@ from tests.conftest import ARCHIVES, BACKENDS, NewDb
 from tests.pg import new_dsn
 from tests.test_properties import apply, operations, random_graph
 from tests.test_saver_contract import config, make_checkpoint, put_chain, put_one
-from ttcli import END, START, Command, MessagesState, Send, StateGraph, interrupt
+from ttcli import (
+    END,
+    START,
+    Command,
+    InMemorySaver,
+    MessagesState,
+    Send,
+    SqliteSaver,
+    StateGraph,
+    interrupt,
+)
 from ttcli.configs import CheckpointRef
 from ttcli.errors import ConfigError, StorageError
 from ttcli.graph.messages import AIMessage, HumanMessage
 from ttcli.ops.prune import PrunePolicy, execute_prune, plan_prune
+from ttcli.savers import serde
 from ttcli.savers.base import BaseSaver
 from ttcli.savers.locate import open_saver
 from ttcli.savers.sql import copy as row_copy
@@ -335,3 +349,63 @@ def test_archived_threads_never_share_a_stored_value(new_db: NewDb, archive_db: 
         archive.delete_thread("t")
         assert archive.integrity_problems() == []
         assert everything(archive) == kept
+
+
+def as_version_6(path: Path) -> None:
+    """Rewrite a file as ttcli wrote it before format version 7: each Send an ext 11 object
+    under its class's name."""
+
+    def older(code: int, data: bytes) -> msgpack.ExtType:
+        payload = msgpack.unpackb(data, ext_hook=older, strict_map_key=False, raw=False)
+        if code == serde.SEND:
+            node, arg = payload
+            code, payload = serde.OBJECT, [OLD_SEND, {"node": node, "arg": arg}]
+        return msgpack.ExtType(code, msgpack.packb(payload, use_bin_type=True))
+
+    def rewrite(data: bytes | None) -> bytes | None:
+        if data is None:
+            return None
+        value = msgpack.unpackb(data, ext_hook=older, strict_map_key=False, raw=False)
+        return msgpack.packb(value, use_bin_type=True)  # type: ignore[no-any-return]
+
+    with closing(sqlite3.connect(path)) as conn:
+        conn.create_function("older", 1, rewrite)
+        conn.execute(
+            "UPDATE checkpoints SET state = older(state), parent_writes = older(parent_writes)"
+        )
+        conn.execute("UPDATE writes SET tasks = older(tasks)")
+        conn.execute("UPDATE blobs SET value = older(value)")
+        conn.execute("PRAGMA user_version = 6")
+        conn.commit()
+
+
+OLD_SEND = "ttcli.runtime.commands.Send"
+
+
+ARCHIVED_INTO: dict[str, Callable[[Path], AbstractContextManager[BaseSaver]]] = {
+    "a file, row by row": lambda tmp: SqliteSaver.from_conn_string(tmp / "archive.db"),
+    "memory, value by value": lambda tmp: nullcontext(InMemorySaver()),
+}
+
+
+@pytest.mark.parametrize("into", list(ARCHIVED_INTO))
+def test_a_version_6_file_s_sends_read_and_archive_as_they_did(tmp_path: Path, into: str) -> None:
+    path = tmp_path / "v6.db"
+    with SqliteSaver.from_conn_string(path) as saver:
+        graphs.map_reduce(API).compile(checkpointer=saver).invoke(
+            {"items": [1, 2, 3], "results": [], "total": 0}, {"configurable": {"thread_id": "m"}}
+        )
+        graphs.commands(API).compile(checkpointer=saver).invoke(
+            {"log": []}, {"configurable": {"thread_id": "c"}}
+        )
+        before = everything(saver)
+    as_version_6(path)
+    assert OLD_SEND.encode() in path.read_bytes()  # the Sends are in their old form
+    policy = PrunePolicy(older_than=dt.datetime.now(dt.UTC) + dt.timedelta(seconds=1), keep_last=1)
+    with SqliteSaver.from_conn_string(path) as saver, ARCHIVED_INTO[into](tmp_path) as archive:
+        assert everything(saver) == before
+        assert execute_prune(saver, plan_prune(saver, policy), archive=archive).archived > 0
+        live, kept = everything(saver), everything(archive)
+    assert live.keys() | kept.keys() == before.keys()
+    assert not live.keys() & kept.keys()
+    assert all(content == before[key] for key, content in kept.items())

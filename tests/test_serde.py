@@ -160,6 +160,26 @@ def test_a_send_is_stored_by_position_so_a_fan_out_task_s_stays_small() -> None:
     assert len(data) == 13  # the ext header 3 bytes, [node, arg] 10
 
 
+class Step(enum.StrEnum):
+    WORK = "work"
+
+
+def test_a_send_to_a_node_named_by_a_str_enum_is_stored_with_the_name_as_text() -> None:
+    decoded = serde.loads(serde.dumps(Send(Step.WORK, {"i": 1})))
+    assert decoded == Send("work", {"i": 1})
+    assert type(decoded.node) is str
+
+
+@pytest.mark.parametrize("node", [None, b"work", 3])
+def test_a_send_whose_node_is_no_name_is_refused_when_written(node: Any) -> None:
+    with pytest.raises(SerializationError) as info:
+        serde.dumps({"tasks": [Send(node, 1)]}, path="state")
+    assert str(info.value) == (
+        "cannot store state.tasks[0]: a Send's node must be the name of a node (text), "
+        f"not {type(node).__name__} {node!r}"
+    )
+
+
 def test_a_subclass_of_send_is_stored_as_its_own_class() -> None:
     @dataclasses.dataclass(frozen=True)
     class Retry(Send):
@@ -223,6 +243,8 @@ def test_hostile_ext_types_never_import_or_run(
         _forged(serde.SEND, "ab"),
         _forged(serde.SEND, ["node"]),
         _forged(serde.SEND, [1, "arg"]),
+        _forged(serde.OBJECT, ["ttcli.runtime.commands.Send", {"node": 1, "arg": None}]),
+        _forged(serde.OBJECT, ["ttcli.runtime.commands.Send", {"node": "n"}]),
     ],
     ids=[
         "reserved-byte",
@@ -232,6 +254,8 @@ def test_hostile_ext_types_never_import_or_run(
         "send-not-a-list",
         "send-without-arg",
         "send-node-not-text",
+        "old-send-node-not-text",
+        "old-send-without-arg",
     ],
 )
 def test_undecodable_bytes_raise_never_return_none(data: bytes) -> None:

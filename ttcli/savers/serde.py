@@ -47,6 +47,7 @@ OWN_TYPES: dict[str, type] = {
     "ttcli.runtime.commands.Interrupt": Interrupt,
     "ttcli.runtime.commands.Send": Send,
 }
+_OLD_SEND = "ttcli.runtime.commands.Send"
 _STORED_NAMES = {cls: name for name, cls in OWN_TYPES.items()}
 
 
@@ -146,6 +147,8 @@ class Serializer:
         cls = self._types.get(name)
         if cls is None:
             return TypedData(code, name, data)
+        if cls is Send:  # as files of version 6 and older hold it
+            return _send(_send_fields(data))
         if issubclass(cls, enum.Enum):
             return cls(data)
         if hasattr(cls, "model_validate"):
@@ -163,6 +166,11 @@ def dumps(value: Any, *, path: str = "value") -> bytes:
         return _pack(value)
     except _Unsupported:
         where, found = _find_unsupported(value, path) or (path, value)
+        if type(found) is Send:
+            raise SerializationError(
+                f"cannot store {where}: a Send's node must be the name of a node (text), "
+                f"not {type(found.node).__name__} {found.node!r}"
+            ) from None
         if isinstance(found, int):
             raise SerializationError(
                 f"cannot store {where}: the integer {found} is outside the range msgpack "
@@ -234,7 +242,9 @@ def _default(obj: Any) -> Any:  # noqa: PLR0911 - one branch per supported type
     if isinstance(obj, Ref):  # the commonest ext in stored states: packed by hand
         return msgpack.ExtType(REF, _packed_uint(obj.key))
     if type(obj) is Send:  # a fan-out writes one per task: [node, arg], no class name
-        return _ext(SEND, [obj.node, obj.arg])
+        if not isinstance(obj.node, str):
+            raise _Unsupported  # `dumps` names it
+        return _ext(SEND, [str.__str__(obj.node), obj.arg])  # a StrEnum's: its text
     if isinstance(obj, TypedData) and (payload := obj.stored_form()) is not None:
         return _ext(obj.code, payload)
     if isinstance(obj, enum.Enum):
@@ -286,6 +296,14 @@ def _send(payload: Any) -> Send:
     if type(payload) is not list or len(payload) != 2 or type(payload[0]) is not str:
         raise ValueError("a Send is [node name, argument]")
     return Send(*payload)
+
+
+def _send_fields(fields: Any) -> list[Any] | None:
+    """[node, arg] of a Send as files of version 6 and older hold it (an ext 11 object's
+    fields), or None if they are not a Send's."""
+    if type(fields) is not dict or list(fields) != ["node", "arg"]:
+        return None
+    return [fields["node"], fields["arg"]]
 
 
 def _sorted_items(items: Any) -> list[Any]:
@@ -346,13 +364,29 @@ _PLAIN = Serializer()
 class Verbatim(Serializer):
     """Reads stored bytes no further than their stored form: a typed value (a message, a
     date, an application's class) stays the `msgpack.ExtType` it was stored as, and encodes
-    back to the same bytes; a reference reads as a `Ref`. Code that rewrites or deletes rows
+    back to the same bytes (a `Send` of a file of version 6 or older excepted: it reads as a
+    `Send` is stored now, so that a copy holds the same value as its source); a reference
+    reads as a `Ref`. Code that rewrites or deletes rows
     reads them so: nothing is rebuilt to learn what a row points at, and no class an
     application registers (or changed since it stored a value) alters what is written back."""
 
     def _ext_hook(self, code: int, data: bytes) -> Any:
-        return Ref(msgpack.unpackb(data)) if code == REF else msgpack.ExtType(code, data)
+        if code == REF:
+            return Ref(msgpack.unpackb(data))
+        if code == OBJECT and data.startswith(_OLD_SEND_PAYLOAD):
+            # a Send as files of version 6 and older hold it: read as a Send is stored now,
+            # so that a copy written since (ext 14) holds the same value as its source
+            name, fields = msgpack.unpackb(
+                data, ext_hook=self._ext_hook, strict_map_key=False, raw=False
+            )
+            send = _send_fields(fields) if name == _OLD_SEND else None
+            if send is not None and type(send[0]) is str:
+                return msgpack.ExtType(SEND, _pack(send))
+        return msgpack.ExtType(code, data)
 
+
+#: how an ext 11 payload of an old Send begins: [its class's name, ...]
+_OLD_SEND_PAYLOAD = msgpack.packb([_OLD_SEND, None])[:-1]
 
 VERBATIM = Verbatim()
 
@@ -363,8 +397,8 @@ def _find_unsupported(value: Any, path: str) -> tuple[str, Any] | None:
         try:
             _pack(item)
         except _Unsupported:
-            children = list(_children(item, where))
-            if not children:
+            # a Send fails itself (its node), not through its fields
+            if type(item) is Send or not list(_children(item, where)):
                 return where, item
     return None
 
