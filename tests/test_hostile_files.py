@@ -16,6 +16,7 @@ import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import msgpack
 import pytest
 
 from tests.clitools import ORDER, ORDER_AGENT, dump, ttcli
@@ -115,7 +116,20 @@ def sql(*statements: str) -> Callable[[Path], None]:
     return lambda db: edit(db, *statements)
 
 
+def deeply_typed_log(db: Path) -> None:
+    # the latest log a tuple in a tuple ... 300 deep: each level is a call of msgpack's, whose
+    # frames filled the C stack (the process died of a segmentation fault)
+    value = serde.dumps([])
+    for _ in range(300):
+        value = msgpack.packb(msgpack.ExtType(serde.TUPLE, b"\x91" + value))
+    with opened(db) as conn:
+        (key,) = conn.execute("SELECT max(blob_key) + 1 FROM blobs").fetchone()
+        conn.execute("INSERT INTO blobs (blob_key, value) VALUES (?, ?)", (key, value))
+    latest_log_ref(db, key)
+
+
 DAMAGE: dict[str, Callable[[Path], None]] = {
+    "typed-values-300-deep": deeply_typed_log,
     # every append chain's oldest blob made an append to itself
     "append-to-itself": sql(
         "UPDATE blobs SET base_key = blob_key WHERE blob_key IN (SELECT base_key FROM blobs)"

@@ -42,6 +42,7 @@ def hostile(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path
         forged(serde.ENUM, ["subprocess.Popen", f"touch {sentinel}"]),
         forged(serde.OBJECT, ["builtins.eval", {"source": f"open({str(sentinel)!r}, 'w')"}]),
         forged(serde.OBJECT, [f"{PROBE}.Boom", {"x": 1}]),
+        forged(serde.SEND, ["n", msgpack.ExtType(serde.OBJECT, msgpack.packb(["os.system", {}]))]),
     ]
     keys = [
         int(conn.execute("INSERT INTO blobs (value) VALUES (?)", (p,)).lastrowid or 0)
@@ -56,6 +57,7 @@ def hostile(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path
     channels[names["tool"]] = [999, serde.Ref(keys[0])]
     channels[names["reply"]] = [999, serde.Ref(keys[1])]
     channels[names["order_id"]] = [999, {"probe": serde.Ref(keys[3])}]
+    channels[names["request"]] = [999, serde.Ref(keys[4])]  # a Send to 'n' holding one
     conn.execute(
         "UPDATE checkpoints SET state = ? WHERE checkpoint_id = ?",
         (serde.dumps([depth, channels, seen, updated, writes]), checkpoint_id),
@@ -139,11 +141,12 @@ def test_verify_reports_forged_data(hostile: tuple[Path, Path, str]) -> None:
     assert ("values.tool", "value claims type os.system") in problems
     assert ("values.reply", "value claims type subprocess.Popen") in problems
     assert ("pending[task].tool", "value claims type builtins.eval") in problems
+    assert ("values.request.arg", "value claims type os.system") in problems
     notes = [f for f in findings if not f["problem"]]
     assert [(n["where"], n["what"]) for n in notes] == [
         ("values.order_id.probe", f"value of type {PROBE}.Boom, kept as data (not registered here)")
     ]
-    assert result.stderr == "checked 6 checkpoints in 1 threads: 3 problems\n"
+    assert result.stderr == "checked 6 checkpoints in 1 threads: 4 problems\n"
     assert not sentinel.exists() and PROBE not in sys.modules
 
 

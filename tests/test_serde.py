@@ -281,6 +281,28 @@ def test_unserialisable_values_name_their_path_and_type(value: Any, path: str) -
     )
 
 
+def _tuples(depth: int) -> Any:
+    value: Any = 1
+    for _ in range(depth):
+        value = (value,)
+    return value
+
+
+def test_typed_values_nest_64_deep_and_no_deeper() -> None:
+    assert serde.loads(serde.dumps(_tuples(serde.EXT_DEPTH_MAX))) == _tuples(serde.EXT_DEPTH_MAX)
+    with pytest.raises(SerializationError) as info:
+        serde.dumps({"a": _tuples(serde.EXT_DEPTH_MAX + 1)}, path="state")
+    assert str(info.value) == (
+        "cannot store state: typed values (tuples, sets, dataclasses, messages, ...) are "
+        "nested in it over 64 deep; store fewer levels"
+    )
+    forged = serde.dumps(1)
+    for _ in range(100):  # as no ttcli writes them
+        forged = msgpack.packb(msgpack.ExtType(serde.TUPLE, b"\x91" + forged))
+    with pytest.raises(CorruptValueError, match="typed values nested over 64 deep"):
+        serde.loads(forged)
+
+
 def test_equal_sets_encode_to_equal_bytes() -> None:
     assert serde.dumps({"b", "a", "c"}) == serde.dumps({"c", "b", "a"})
 

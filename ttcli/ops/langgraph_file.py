@@ -25,7 +25,7 @@ from typing import Any
 import msgpack
 
 from ttcli.errors import CorruptValueError, NotFoundError, StorageError
-from ttcli.savers.serde import OBJECT, TypedData
+from ttcli.savers.serde import OBJECT, TypedData, ext_hooks
 from ttcli.values import Interrupt, Message, Send, rebuild
 
 # LangGraph's ext codes (jsonplus.py): part of its file format
@@ -67,7 +67,7 @@ def _hashable(items: Any, kind: Callable[[Any], Any]) -> Any:
 
 
 def _unpack(data: bytes) -> Any:
-    return msgpack.unpackb(data, ext_hook=_ext, strict_map_key=False, raw=False)
+    return msgpack.unpackb(data, ext_hook=_EXT_HOOK, strict_map_key=False, raw=False)
 
 
 def _named(payload: Any, size: int) -> tuple[str, str, list[Any]]:
@@ -80,8 +80,8 @@ def _named(payload: Any, size: int) -> tuple[str, str, list[Any]]:
     return payload[0], payload[1], list(payload[2:])
 
 
-def _ext(code: int, data: bytes) -> Any:
-    payload = _unpack(data)
+def _ext(inner: Any, code: int, data: bytes) -> Any:
+    payload = msgpack.unpackb(data, ext_hook=inner, strict_map_key=False, raw=False)
     if code == DELTA_SNAPSHOT:
         return payload
     if code == NUMPY_ARRAY and isinstance(payload, list | tuple) and len(payload) == 4:
@@ -105,6 +105,9 @@ def _ext(code: int, data: bytes) -> Any:
             return dt.datetime.fromisoformat(rest[0])
         return TypedData(OBJECT, f"{module}.{name}", rest[0])
     raise CorruptValueError(f"unknown LangGraph ext type {code}")
+
+
+_EXT_HOOK = ext_hooks(_ext)
 
 
 def _positional(module: str, name: str, rest: list[Any]) -> Any:

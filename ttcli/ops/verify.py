@@ -9,7 +9,7 @@ name modules no state has any business holding (a forged file trying to reach a 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, is_dataclass
 from typing import Any
 
 from ttcli.configs import CheckpointRef
@@ -97,3 +97,6 @@ def _markers(value: Any, path: str) -> Iterator[tuple[str, str, bool]]:
     elif isinstance(value, list | tuple):
         for index, item in enumerate(value):
             yield from _markers(item, f"{path}[{index}]")
+    elif is_dataclass(value) and not isinstance(value, type):  # a Send's argument, say
+        for each in fields(value):
+            yield from _markers(getattr(value, each.name), f"{path}.{each.name}")

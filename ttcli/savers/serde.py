@@ -22,6 +22,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import enum
+import functools
 import uuid
 from collections.abc import Iterable, Iterator, Mapping
 from decimal import Decimal
@@ -38,6 +39,11 @@ TUPLE, SET, FROZENSET, DATETIME, DATE, TIME, TIMEDELTA = 1, 2, 3, 4, 5, 6, 7
 UUID, DECIMAL, ENUM, OBJECT, MESSAGE, REF, SEND = 8, 9, 10, 11, 12, 13, 14
 
 TYPE_MARKER = "$type"
+
+#: typed values (ext types) one inside another, at most, written or read: each level is a call
+#: of msgpack's whose frame takes ~40 KB of the C stack (about 250 levels overflowed a main
+#: thread's 8 MB and killed the process)
+EXT_DEPTH_MAX = 64
 
 #: ttcli's own types by the name they are stored under. The names are part of the file format:
 #: the classes were first defined in ttcli.runtime.commands and are still stored under it (a
@@ -96,6 +102,7 @@ class Serializer:
     def __init__(self, types: Iterable[type] = ()) -> None:
         self._types: dict[str, type] = dict(OWN_TYPES)
         self.register(*types)
+        self._ext_hook = ext_hooks(self._decode_ext)
 
     def register(self, *types: type) -> None:
         """Rebuild these classes too when this serializer reads their values back."""
@@ -130,8 +137,8 @@ class Serializer:
             detail = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
             raise CorruptValueError(f"undecodable value ({detail})") from None
 
-    def _ext_hook(self, code: int, data: bytes) -> Any:
-        payload = msgpack.unpackb(data, ext_hook=self._ext_hook, strict_map_key=False, raw=False)
+    def _decode_ext(self, inner: Any, code: int, data: bytes) -> Any:
+        payload = msgpack.unpackb(data, ext_hook=inner, strict_map_key=False, raw=False)
         decode = _DECODERS.get(code)
         try:
             if code in _TYPED_KEYS:
@@ -164,6 +171,11 @@ def dumps(value: Any, *, path: str = "value") -> bytes:
     """
     try:
         return _pack(value)
+    except _TooDeep:
+        raise SerializationError(
+            f"cannot store {path}: typed values (tuples, sets, dataclasses, messages, ...) are "
+            f"nested in it over {EXT_DEPTH_MAX} deep; store fewer levels"
+        ) from None
     except _Unsupported:
         where, found = _find_unsupported(value, path) or (path, value)
         if type(found) is Send:
@@ -191,9 +203,29 @@ class _Unsupported(Exception):
     pass
 
 
-def _pack(value: Any) -> bytes:
+class _TooDeep(_Unsupported):
+    pass
+
+
+def ext_hooks(decode: Any) -> Any:
+    """msgpack's `ext_hook` for a value's typed values, one level of them at a time:
+    `decode(inner, code, data)` decodes an ext type's payload with `inner`, the hook of the
+    level below, so that no count is kept (threads decode at once); past EXT_DEPTH_MAX levels
+    the hook refuses."""
+    hook: Any = _too_deep
+    for _ in range(EXT_DEPTH_MAX):
+        hook = functools.partial(decode, hook)
+    return hook
+
+
+def _too_deep(code: int, data: bytes) -> Any:
+    raise CorruptValueError(f"undecodable value (typed values nested over {EXT_DEPTH_MAX} deep)")
+
+
+def _pack(value: Any, level: int = 0) -> bytes:
+    """`value` encoded, inside `level` typed values."""
     try:
-        return msgpack.packb(value, default=_default, strict_types=True, use_bin_type=True)  # type: ignore[no-any-return]
+        return msgpack.packb(value, default=_DEFAULTS[level], strict_types=True, use_bin_type=True)  # type: ignore[no-any-return]
     except OverflowError:  # an int beyond msgpack's 64 bits
         raise _Unsupported from None
 
@@ -201,7 +233,7 @@ def _pack(value: Any) -> bytes:
 def packer() -> msgpack.Packer:
     """A packer encoding as `dumps` does, for encoding many values one at a time (it fails
     without naming where: call `dumps` for the message)."""
-    return msgpack.Packer(default=_default, strict_types=True, use_bin_type=True)
+    return msgpack.Packer(default=_DEFAULTS[0], strict_types=True, use_bin_type=True)
 
 
 def map_header(count: int) -> bytes:
@@ -232,37 +264,43 @@ def _packed_uint(value: int) -> bytes:
     raise _Unsupported
 
 
-def _ext(code: int, payload: Any) -> msgpack.ExtType:
-    return msgpack.ExtType(code, _pack(payload))
+def _ext(code: int, payload: Any, level: int) -> msgpack.ExtType:
+    if level >= EXT_DEPTH_MAX:
+        raise _TooDeep
+    return msgpack.ExtType(code, _pack(payload, level + 1))
 
 
-def _default(obj: Any) -> Any:  # noqa: PLR0911 - one branch per supported type
+def _default(level: int, obj: Any) -> Any:  # noqa: PLR0911 - one branch per supported type
     if isinstance(obj, Message):
-        return _ext(MESSAGE, _message_payload(obj))
+        return _ext(MESSAGE, _message_payload(obj), level)
     if isinstance(obj, Ref):  # the commonest ext in stored states: packed by hand
         return msgpack.ExtType(REF, _packed_uint(obj.key))
     if type(obj) is Send:  # a fan-out writes one per task: [node, arg], no class name
         if not isinstance(obj.node, str):
             raise _Unsupported  # `dumps` names it
-        return _ext(SEND, [str.__str__(obj.node), obj.arg])  # a StrEnum's: its text
+        return _ext(SEND, [str.__str__(obj.node), obj.arg], level)  # a StrEnum's: its text
     if isinstance(obj, TypedData) and (payload := obj.stored_form()) is not None:
-        return _ext(obj.code, payload)
+        return _ext(obj.code, payload, level)
     if isinstance(obj, enum.Enum):
-        return _ext(ENUM, [type_name(type(obj)), obj.value])
+        return _ext(ENUM, [type_name(type(obj)), obj.value], level)
     if isinstance(obj, tuple) and hasattr(obj, "_asdict"):
-        return _ext(OBJECT, [type_name(type(obj)), dict(obj._asdict())])
+        return _ext(OBJECT, [type_name(type(obj)), dict(obj._asdict())], level)
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
         fields = {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj)}
-        return _ext(OBJECT, [type_name(type(obj)), fields])
+        return _ext(OBJECT, [type_name(type(obj)), fields], level)
     if hasattr(obj, "model_dump") and hasattr(type(obj), "model_fields"):  # pydantic v2
-        return _ext(OBJECT, [type_name(type(obj)), obj.model_dump()])
+        return _ext(OBJECT, [type_name(type(obj)), obj.model_dump()], level)
     for base, convert in _PLAIN_BASES:
         if isinstance(obj, base):
             return convert(obj)
     for base, code, encode in _TYPED:
         if isinstance(obj, base):
-            return _ext(code, encode(obj))
+            return _ext(code, encode(obj), level)
     raise _Unsupported
+
+
+#: msgpack's `default` inside 0, 1, ... typed values
+_DEFAULTS = [functools.partial(_default, level) for level in range(EXT_DEPTH_MAX + 1)]
 
 
 _MESSAGE_TYPES = ("human", "ai", "system", "tool", "remove")
@@ -370,15 +408,13 @@ class Verbatim(Serializer):
     reads them so: nothing is rebuilt to learn what a row points at, and no class an
     application registers (or changed since it stored a value) alters what is written back."""
 
-    def _ext_hook(self, code: int, data: bytes) -> Any:
+    def _decode_ext(self, inner: Any, code: int, data: bytes) -> Any:
         if code == REF:
             return Ref(msgpack.unpackb(data))
         if code == OBJECT and data.startswith(_OLD_SEND_PAYLOAD):
             # a Send as files of version 6 and older hold it: read as a Send is stored now,
             # so that a copy written since (ext 14) holds the same value as its source
-            name, fields = msgpack.unpackb(
-                data, ext_hook=self._ext_hook, strict_map_key=False, raw=False
-            )
+            name, fields = msgpack.unpackb(data, ext_hook=inner, strict_map_key=False, raw=False)
             send = _send_fields(fields) if name == _OLD_SEND else None
             if send is not None and type(send[0]) is str:
                 return msgpack.ExtType(SEND, _pack(send))
