@@ -382,6 +382,20 @@ def as_version_6(path: Path) -> None:
 OLD_SEND = "ttcli.runtime.commands.Send"
 
 
+class Planned(TypedDict):
+    plan: Any
+
+
+def inside(saver: BaseSaver) -> None:
+    """A thread whose Sends sit inside other typed values: a tuple, an interrupt's value."""
+    builder = StateGraph(Planned)
+    builder.add_node("make", lambda state: {"plan": (Send("x", 1),)})
+    builder.add_node("ask", lambda state: {"plan": interrupt(Send("human", {}))})
+    builder.add_edge(START, "make")
+    builder.add_edge("make", "ask")
+    builder.compile(checkpointer=saver).invoke({"plan": None}, {"configurable": {"thread_id": "i"}})
+
+
 ARCHIVED_INTO: dict[str, Callable[[Path], AbstractContextManager[BaseSaver]]] = {
     "a file, row by row": lambda tmp: SqliteSaver.from_conn_string(tmp / "archive.db"),
     "memory, value by value": lambda tmp: nullcontext(InMemorySaver()),
@@ -398,6 +412,7 @@ def test_a_version_6_file_s_sends_read_and_archive_as_they_did(tmp_path: Path, i
         graphs.commands(API).compile(checkpointer=saver).invoke(
             {"log": []}, {"configurable": {"thread_id": "c"}}
         )
+        inside(saver)
         before = everything(saver)
     as_version_6(path)
     assert OLD_SEND.encode() in path.read_bytes()  # the Sends are in their old form

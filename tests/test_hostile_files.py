@@ -116,12 +116,17 @@ def sql(*statements: str) -> Callable[[Path], None]:
     return lambda db: edit(db, *statements)
 
 
-def deeply_typed_log(db: Path) -> None:
-    # the latest log a tuple in a tuple ... 300 deep: each level is a call of msgpack's, whose
-    # frames filled the C stack (the process died of a segmentation fault)
+def typed_log(levels: int, lists: int) -> Callable[[Path], None]:
+    """The latest log a tuple in a tuple ... `levels` deep, each holding `lists` lists in one
+    another: each level is a call of msgpack's, whose frames filled the C stack (the process
+    died of a segmentation fault)"""
+    return lambda db: _typed_log(db, levels, lists)
+
+
+def _typed_log(db: Path, levels: int, lists: int) -> None:
     value = serde.dumps([])
-    for _ in range(300):
-        value = msgpack.packb(msgpack.ExtType(serde.TUPLE, b"\x91" + value))
+    for _ in range(levels):
+        value = msgpack.packb(msgpack.ExtType(serde.TUPLE, b"\x91" * (lists + 1) + value))
     with opened(db) as conn:
         (key,) = conn.execute("SELECT max(blob_key) + 1 FROM blobs").fetchone()
         conn.execute("INSERT INTO blobs (blob_key, value) VALUES (?, ?)", (key, value))
@@ -129,7 +134,8 @@ def deeply_typed_log(db: Path) -> None:
 
 
 DAMAGE: dict[str, Callable[[Path], None]] = {
-    "typed-values-300-deep": deeply_typed_log,
+    "typed-values-300-deep": typed_log(300, 0),
+    "typed-values-20-deep-of-1000-lists": typed_log(20, 1000),
     # every append chain's oldest blob made an append to itself
     "append-to-itself": sql(
         "UPDATE blobs SET base_key = blob_key WHERE blob_key IN (SELECT base_key FROM blobs)"

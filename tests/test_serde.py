@@ -8,6 +8,8 @@ import dataclasses
 import datetime as dt
 import enum
 import pickle
+import subprocess
+import sys
 import uuid
 from collections import namedtuple
 from decimal import Decimal
@@ -288,19 +290,44 @@ def _tuples(depth: int) -> Any:
     return value
 
 
-def test_typed_values_nest_64_deep_and_no_deeper() -> None:
+def test_typed_values_nest_16_deep_and_no_deeper() -> None:
     assert serde.loads(serde.dumps(_tuples(serde.EXT_DEPTH_MAX))) == _tuples(serde.EXT_DEPTH_MAX)
     with pytest.raises(SerializationError) as info:
         serde.dumps({"a": _tuples(serde.EXT_DEPTH_MAX + 1)}, path="state")
     assert str(info.value) == (
-        "cannot store state: typed values (tuples, sets, dataclasses, messages, ...) are "
-        "nested in it over 64 deep; store fewer levels"
+        "cannot store state: it is nested too deeply (over 16 typed values: tuples, sets, "
+        "dataclasses, messages, ... inside one another, or over about 1,000 lists and maps); "
+        "store fewer levels"
     )
     forged = serde.dumps(1)
     for _ in range(100):  # as no ttcli writes them
         forged = msgpack.packb(msgpack.ExtType(serde.TUPLE, b"\x91" + forged))
-    with pytest.raises(CorruptValueError, match="typed values nested over 64 deep"):
+    with pytest.raises(CorruptValueError, match="typed values nested over 16 deep"):
         serde.loads(forged)
+
+
+def test_lists_nested_too_deep_for_msgpack_are_refused_as_too_deep() -> None:
+    value: Any = 1
+    for _ in range(2000):
+        value = [value]
+    with pytest.raises(SerializationError, match="^cannot store state: it is nested too deeply"):
+        serde.dumps(value, path="state")
+
+
+def test_typed_values_each_holding_a_thousand_lists_are_refused_not_a_crash() -> None:
+    # in a process of its own: encoding 20 levels of them overflowed the stack
+    script = (
+        "from ttcli.savers import serde\n"
+        "v = 1\n"
+        "for _ in range(20):\n"
+        "    for _ in range(1000): v = [v]\n"
+        "    v = (v,)\n"
+        "try: serde.dumps(v)\n"
+        "except serde.SerializationError as e: print(e)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("cannot store value: it is nested too deeply")
 
 
 def test_equal_sets_encode_to_equal_bytes() -> None:

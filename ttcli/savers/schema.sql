@@ -15,7 +15,7 @@
 --   type is 0 human, 1 ai, 2 system, 3 tool, 4 remove or the type's name, and an id that is a
 --   UUID is stored as its 16 bytes, 13 reference to a blob (integer blob_key), 14 Send
 --   [node name, argument] (a fan-out writes one per task; before version 7, an ext 11).
--- Ext types nest at most 64 deep (ttcli refuses to write or read more: msgpack decodes each
+-- Ext types nest at most 16 deep (ttcli refuses to write or read more: msgpack decodes each
 -- level in a call of its own). A reader must never import or call the type names found in
 -- ext 10 and 11: ttcli rebuilds only classes the application registered and otherwise
 -- returns {"$type": name, ...}.

@@ -41,9 +41,10 @@ UUID, DECIMAL, ENUM, OBJECT, MESSAGE, REF, SEND = 8, 9, 10, 11, 12, 13, 14
 TYPE_MARKER = "$type"
 
 #: typed values (ext types) one inside another, at most, written or read: each level is a call
-#: of msgpack's whose frame takes ~40 KB of the C stack (about 250 levels overflowed a main
-#: thread's 8 MB and killed the process)
-EXT_DEPTH_MAX = 64
+#: of msgpack's, which takes ~40 KB of the C stack to decode and nests up to ~1,000 lists or
+#: maps of its own (~400 bytes each) to encode, so that 250 typed levels, or 20 each holding
+#: 1,000 lists, overflowed a thread's 8 MB and killed the process; 16 of 1,000 measured safe
+EXT_DEPTH_MAX = 16
 
 #: ttcli's own types by the name they are stored under. The names are part of the file format:
 #: the classes were first defined in ttcli.runtime.commands and are still stored under it (a
@@ -173,8 +174,9 @@ def dumps(value: Any, *, path: str = "value") -> bytes:
         return _pack(value)
     except _TooDeep:
         raise SerializationError(
-            f"cannot store {path}: typed values (tuples, sets, dataclasses, messages, ...) are "
-            f"nested in it over {EXT_DEPTH_MAX} deep; store fewer levels"
+            f"cannot store {path}: it is nested too deeply (over {EXT_DEPTH_MAX} typed values: "
+            "tuples, sets, dataclasses, messages, ... inside one another, or over about 1,000 "
+            "lists and maps); store fewer levels"
         ) from None
     except _Unsupported:
         where, found = _find_unsupported(value, path) or (path, value)
@@ -228,6 +230,10 @@ def _pack(value: Any, level: int = 0) -> bytes:
         return msgpack.packb(value, default=_DEFAULTS[level], strict_types=True, use_bin_type=True)  # type: ignore[no-any-return]
     except OverflowError:  # an int beyond msgpack's 64 bits
         raise _Unsupported from None
+    except ValueError as exc:
+        if "recursion limit" in str(exc):  # msgpack's own: lists and maps nested too deep
+            raise _TooDeep from None
+        raise
 
 
 def packer() -> msgpack.Packer:
@@ -402,27 +408,29 @@ _PLAIN = Serializer()
 class Verbatim(Serializer):
     """Reads stored bytes no further than their stored form: a typed value (a message, a
     date, an application's class) stays the `msgpack.ExtType` it was stored as, and encodes
-    back to the same bytes (a `Send` of a file of version 6 or older excepted: it reads as a
-    `Send` is stored now, so that a copy holds the same value as its source); a reference
-    reads as a `Ref`. Code that rewrites or deletes rows
-    reads them so: nothing is rebuilt to learn what a row points at, and no class an
-    application registers (or changed since it stored a value) alters what is written back."""
+    back to the same bytes (a `Send` of a file of version 6 or older excepted, wherever it
+    is: it reads as a `Send` is stored now, so that a copy holds the same value as its
+    source); a reference reads as a `Ref`. Code that rewrites or deletes rows reads them so:
+    nothing is rebuilt to learn what a row points at, and no class an application registers
+    (or changed since it stored a value) alters what is written back."""
 
     def _decode_ext(self, inner: Any, code: int, data: bytes) -> Any:
         if code == REF:
             return Ref(msgpack.unpackb(data))
-        if code == OBJECT and data.startswith(_OLD_SEND_PAYLOAD):
-            # a Send as files of version 6 and older hold it: read as a Send is stored now,
-            # so that a copy written since (ext 14) holds the same value as its source
-            name, fields = msgpack.unpackb(data, ext_hook=inner, strict_map_key=False, raw=False)
-            send = _send_fields(fields) if name == _OLD_SEND else None
+        if _OLD_SEND_NAME not in data:  # the usual case: no old Send in it, at any depth
+            return msgpack.ExtType(code, data)
+        # a Send as files of version 6 and older hold it, here or inside: read as a Send is
+        # stored now, so that a copy written since (ext 14) holds the same value as its source
+        payload = msgpack.unpackb(data, ext_hook=inner, strict_map_key=False, raw=False)
+        if code == OBJECT and type(payload) is list and len(payload) == 2:
+            send = _send_fields(payload[1]) if payload[0] == _OLD_SEND else None
             if send is not None and type(send[0]) is str:
                 return msgpack.ExtType(SEND, _pack(send))
-        return msgpack.ExtType(code, data)
+        return msgpack.ExtType(code, _pack(payload))
 
 
-#: how an ext 11 payload of an old Send begins: [its class's name, ...]
-_OLD_SEND_PAYLOAD = msgpack.packb([_OLD_SEND, None])[:-1]
+#: what every old Send's bytes hold: its class's name
+_OLD_SEND_NAME = _OLD_SEND.encode()
 
 VERBATIM = Verbatim()
 
