@@ -49,12 +49,12 @@ EXT_DEPTH_MAX = 16
 #: ttcli's own types by the name they are stored under. The names are part of the file format:
 #: the classes were first defined in ttcli.runtime.commands and are still stored under it (a
 #: Send as ext 11 only in files of version 6 and older: since, it is ext 14).
+_OLD_SEND = "ttcli.runtime.commands.Send"
 OWN_TYPES: dict[str, type] = {
     "ttcli.runtime.commands.Command": Command,
     "ttcli.runtime.commands.Interrupt": Interrupt,
-    "ttcli.runtime.commands.Send": Send,
+    _OLD_SEND: Send,
 }
-_OLD_SEND = "ttcli.runtime.commands.Send"
 _STORED_NAMES = {cls: name for name, cls in OWN_TYPES.items()}
 
 
