@@ -21,7 +21,8 @@ from ttcli.savers.blobs import (
 )
 from ttcli.savers.decoded import encoded_kept, still_as_kept
 from ttcli.savers.encoded_lists import body
-from ttcli.savers.serde import Ref, array_header
+from ttcli.savers.msgpack_frames import array_header
+from ttcli.savers.serde import Ref
 
 
 class StoredMaps(dict[int, tuple[dict[Any, Any], int, Ref]]):

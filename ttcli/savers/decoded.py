@@ -18,6 +18,7 @@ from itertools import chain, islice
 from typing import Any
 
 from ttcli.savers import serde
+from ttcli.savers.msgpack_frames import array_header
 from ttcli.values import (
     Message,
     changes_counted,
@@ -280,8 +281,8 @@ def _joined(data: bytes | None, length: int, more: bytes | None, added: int) -> 
         return more
     if data is None or more is None:
         return None
-    start, tail = len(serde.array_header(length)), len(serde.array_header(added))
-    return b"".join([serde.array_header(length + added), data[start:], more[tail:]])
+    start, tail = len(array_header(length)), len(array_header(added))
+    return b"".join([array_header(length + added), data[start:], more[tail:]])
 
 
 def _held_by_the_saver_only(items: Grown) -> bool:

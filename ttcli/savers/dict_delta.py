@@ -29,6 +29,7 @@ import msgpack
 
 from ttcli.errors import CorruptValueError
 from ttcli.savers import serde
+from ttcli.savers.msgpack_frames import array_header, map_header
 
 DELTA_DEPTH_MAX = 32
 
@@ -77,10 +78,10 @@ def delta(base: DictInfo, value: Any) -> tuple[bytes, DictInfo] | None:
     data = b"".join(
         [
             b"\x82\x00",
-            serde.map_header(len(changed)),
+            map_header(len(changed)),
             *changed,
             b"\x01",
-            serde.array_header(len(deleted)),
+            array_header(len(deleted)),
             *map(packer.pack, deleted),
         ]
     )
@@ -114,7 +115,7 @@ def _replaced(base: DictInfo, value: dict[Any, Any], packer: msgpack.Packer) -> 
     pieces: list[bytes] = []
     changed: list[bytes] = []
     copied = 0  # bytes of `old` in `pieces`
-    at, done = len(serde.map_header(len(keys))), 0  # where in `old` entry `done` starts
+    at, done = len(map_header(len(keys))), 0  # where in `old` entry `done` starts
     for i in replaced:
         start = at + sum(sizes[done:i])
         at, done = start + sizes[i], i + 1
@@ -136,7 +137,7 @@ def _compared(base: DictInfo, value: dict[Any, Any], packer: msgpack.Packer) -> 
     if found is None:
         return None
     keys, entries = found
-    starts = list(accumulate(base.sizes, initial=len(serde.map_header(len(base.keys)))))
+    starts = list(accumulate(base.sizes, initial=len(map_header(len(base.keys)))))
     old = list(map(base.data.__getitem__, map(slice, starts, starts[1:])))
     deleted: list[str] = []
     if keys == base.keys:  # the usual case, compared at C speed
@@ -173,7 +174,7 @@ def _entries(value: Any, packer: msgpack.Packer) -> tuple[list[str], list[bytes]
 
 
 def _joined(entries: list[bytes]) -> bytes:
-    return serde.map_header(len(entries)) + b"".join(entries)
+    return map_header(len(entries)) + b"".join(entries)
 
 
 def is_delta(data: bytes) -> bool:

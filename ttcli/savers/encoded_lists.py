@@ -5,7 +5,7 @@ encoded list holds, its items' bytes, and several lists' items joined into one e
 from __future__ import annotations
 
 from ttcli.errors import CorruptValueError
-from ttcli.savers import serde
+from ttcli.savers.msgpack_frames import array_header
 
 
 def _header(data: bytes) -> tuple[int, int] | None:
@@ -46,4 +46,4 @@ def joined_lists(parts: list[bytes]) -> bytes | None:
             return None
         count += found[0]
         bodies.append(data[found[1] :])
-    return serde.array_header(count) + b"".join(bodies)
+    return array_header(count) + b"".join(bodies)

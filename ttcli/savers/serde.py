@@ -31,6 +31,7 @@ from typing import Any, NamedTuple
 import msgpack
 
 from ttcli.errors import CorruptValueError, SerializationError
+from ttcli.savers.msgpack_frames import packed_uint
 from ttcli.uuid6 import canonical_bytes, dashed
 from ttcli.values import Command, Interrupt, Message, Send, rebuild
 
@@ -242,34 +243,6 @@ def packer() -> msgpack.Packer:
     return msgpack.Packer(default=_DEFAULTS[0], strict_types=True, use_bin_type=True)
 
 
-def map_header(count: int) -> bytes:
-    """msgpack's header of a map of `count` entries (the entries follow, encoded)."""
-    return _header(count, 0x80, b"\xde", b"\xdf")
-
-
-def array_header(count: int) -> bytes:
-    """msgpack's header of an array of `count` items (the items follow, encoded)."""
-    return _header(count, 0x90, b"\xdc", b"\xdd")
-
-
-def _header(count: int, fix: int, wide16: bytes, wide32: bytes) -> bytes:
-    if count < 16:
-        return bytes([fix | count])
-    if count < 0x10000:
-        return wide16 + count.to_bytes(2, "big")
-    return wide32 + count.to_bytes(4, "big")
-
-
-def _packed_uint(value: int) -> bytes:
-    """A non-negative int as msgpack packs it (the smallest form)."""
-    if value < 0x80:
-        return bytes((value,))
-    for marker, size in ((0xCC, 1), (0xCD, 2), (0xCE, 4), (0xCF, 8)):
-        if value < 1 << (8 * size):
-            return bytes((marker,)) + value.to_bytes(size, "big")
-    raise _Unsupported
-
-
 def _ext(code: int, payload: Any, level: int) -> msgpack.ExtType:
     if level >= EXT_DEPTH_MAX:
         raise _TooDeep
@@ -280,7 +253,7 @@ def _default(level: int, obj: Any) -> Any:  # noqa: PLR0911 - one branch per sup
     if isinstance(obj, Message):
         return _ext(MESSAGE, _message_payload(obj), level)
     if isinstance(obj, Ref):  # the commonest ext in stored states: packed by hand
-        return msgpack.ExtType(REF, _packed_uint(obj.key))
+        return msgpack.ExtType(REF, packed_uint(obj.key))
     if type(obj) is Send:  # a fan-out writes one per task: [node, arg], no class name
         if not isinstance(obj.node, str):
             raise _Unsupported  # `dumps` names it
