@@ -13,6 +13,7 @@ import os
 import sqlite3
 import subprocess
 import sys
+import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -184,6 +185,37 @@ def test_a_prune_of_a_row_of_the_wrong_shape_is_exit_6_in_one_line_and_deletes_n
     assert done.stderr == f"Error: {WRONG_SHAPE[column]}\n"
     with opened(order_db) as conn:
         assert conn.execute("SELECT count(*) FROM checkpoints").fetchone() == before
+
+
+@pytest.mark.parametrize(
+    "payload", [msgpack.packb("7"), msgpack.packb(-1), msgpack.packb(1) * 2, b""],
+    ids=["text", "negative", "two-ints", "empty"],
+)  # fmt: skip
+def test_a_blob_reference_that_is_no_key_is_exit_6_in_one_line_and_prune_deletes_nothing(
+    order_db: Path, payload: bytes
+) -> None:
+    """A forged reference (ext 13 holding anything but one unsigned int) in a row a prune
+    would delete: what the row points at cannot be known, so nothing goes; reads say so."""
+    with opened(order_db) as conn:
+        checkpoint_id, state = conn.execute(
+            "SELECT checkpoint_id, state FROM checkpoints WHERE step = 1"
+        ).fetchone()
+        depth, channels, *rest = serde.loads(state)
+        channels[min(channels)] = [999, msgpack.ExtType(serde.REF, payload)]
+        conn.execute(
+            "UPDATE checkpoints SET state = ? WHERE checkpoint_id = ?",
+            (msgpack.packb([depth, channels, *rest]), checkpoint_id),
+        )
+        before = conn.execute("SELECT count(*) FROM checkpoints").fetchone()
+    done = run(order_db, "prune", "--older-than", "0s", "--keep-last", "1", "--yes")
+    assert (done.returncode, done.stdout) == (6, ""), done.stderr
+    assert done.stderr.count("\n") == 1 and "not an unsigned int" in done.stderr, done.stderr
+    with opened(order_db) as conn:
+        assert conn.execute("SELECT count(*) FROM checkpoints").fetchone() == before
+    for read in (["history", "-t", "t"], ["show", str(uuid.UUID(bytes=checkpoint_id)), "-t", "t"]):
+        done = run(order_db, *read)
+        assert done.returncode == 6 and done.stderr.count("\n") == 1, done.stderr
+        assert "does not read: undecodable ext type 13: a blob reference is not" in done.stderr
 
 
 WRONG_SHAPE = {

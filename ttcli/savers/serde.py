@@ -31,7 +31,7 @@ from typing import Any, NamedTuple
 import msgpack
 
 from ttcli.errors import CorruptValueError, SerializationError
-from ttcli.savers.msgpack_frames import packed_uint
+from ttcli.savers.msgpack_frames import packed_uint, unpacked_uint
 from ttcli.uuid6 import canonical_bytes, dashed
 from ttcli.values import Command, Interrupt, Message, Send, rebuild
 
@@ -140,6 +140,8 @@ class Serializer:
             raise CorruptValueError(f"undecodable value ({detail})") from None
 
     def _decode_ext(self, inner: Any, code: int, data: bytes) -> Any:
+        if code == REF:
+            return _ref(data)
         payload = msgpack.unpackb(data, ext_hook=inner, strict_map_key=False, raw=False)
         decode = _DECODERS.get(code)
         try:
@@ -371,11 +373,17 @@ _DECODERS: dict[int, Any] = {
     UUID: lambda p: uuid.UUID(bytes=p),
     DECIMAL: Decimal,
     MESSAGE: _message,
-    REF: Ref,
     SEND: _send,
 }
 
 _PLAIN = Serializer()
+
+
+def _ref(data: bytes) -> Ref:
+    try:
+        return Ref(unpacked_uint(data))
+    except ValueError as exc:
+        raise CorruptValueError(f"undecodable ext type {REF}: {exc}") from None
 
 
 class Verbatim(Serializer):
@@ -389,7 +397,7 @@ class Verbatim(Serializer):
 
     def _decode_ext(self, inner: Any, code: int, data: bytes) -> Any:
         if code == REF:
-            return Ref(msgpack.unpackb(data))
+            return _ref(data)
         if _OLD_SEND_NAME not in data:  # the usual case: no old Send in it, at any depth
             return msgpack.ExtType(code, data)
         # a Send as files of version 6 and older hold it, here or inside: read as a Send is
