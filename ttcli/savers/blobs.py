@@ -75,14 +75,13 @@ class BlobRows(Protocol):
         """Set the base of a blob that has none; False if it has one."""
 
 
-def entry_refs(entry: Any) -> Iterator[int]:
+def entry_refs(entry: Any) -> list[int]:
     """Blob keys an entry points at directly."""
     if isinstance(entry, Ref):
-        yield entry.key
-    elif type(entry) is dict:
-        for item in entry.values():
-            if isinstance(item, Ref):
-                yield item.key
+        return [entry.key]
+    if type(entry) is dict:
+        return [item.key for item in entry.values() if isinstance(item, Ref)]
+    return []
 
 
 @dataclass(frozen=True, slots=True)

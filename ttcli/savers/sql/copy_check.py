@@ -70,12 +70,16 @@ class PageCheck:
         if ours is None or tuple(ours[1:7]) != tuple(theirs[1:7]):
             return False
         checkpoint_id = theirs[0]
+        if checkpoint_id in self.page.verbatim:  # same keys: the same bytes read the same
+            # (so the source's state, decoded by the copy, is this one's: not decoded again)
+            return (
+                ours[7] == theirs[7]
+                and ours[8] in (None, theirs[8])
+                and self._has_parent(checkpoint_id, ours[1], self.page.raws[checkpoint_id])
+            )
         stored = self.serde.loads(ours[7])
-        parent = unpack_parent(checkpoint_id, ours[1])
-        if stored[0] and (
-            parent is None or (parent not in self.page.inserted and not self.page.in_target(parent))
-        ):
-            return False  # a delta must have its parent beside it
+        if not self._has_parent(checkpoint_id, ours[1], stored):
+            return False
         if checkpoint_id in self.page.full:
             page = self.page
             resolved = self.c.target.deletion.stored_states.resolve(
@@ -90,8 +94,6 @@ class PageCheck:
                 )
                 and ours[8] is None
             )
-        if checkpoint_id in self.page.verbatim:  # same keys: the same bytes read the same
-            return ours[7] == theirs[7] and ours[8] in (None, theirs[8])
         if checkpoint_id in self.page.expected:  # same names: what was meant to be written
             state, pending = self.page.expected[checkpoint_id]
             return self.serde.same(stored, state) and (
@@ -109,6 +111,13 @@ class PageCheck:
             rekey_pending(self.serde.loads(ours[8]), target_name),
             rekey_pending(self.serde.loads(theirs[8]), source_name, self.c.entry),
         )
+
+    def _has_parent(self, checkpoint_id: bytes, stored_parent: bytes | None, state: Any) -> bool:
+        """Whether a row of the target is a full state, or a delta with its parent beside it."""
+        if not state[0]:
+            return True
+        parent = unpack_parent(checkpoint_id, stored_parent)
+        return parent is not None and (parent in self.page.inserted or self.page.in_target(parent))
 
     def _settled(self, checkpoint_id: bytes) -> bool:
         """Whether the checkpoint's pending writes are all in the target already: its child
