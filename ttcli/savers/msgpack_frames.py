@@ -1,7 +1,7 @@
 """msgpack's framing written by hand: the headers of maps and arrays whose entries are
 already encoded (appends, map deltas, spliced lists) and the smallest form of an unsigned int
-(a blob reference's payload), and reading that int back. The bytes are msgpack's own, so that
-what is spliced together reads back as if encoded whole."""
+(a blob reference's payload). The bytes are msgpack's own, so that what is spliced together
+reads back as if encoded whole."""
 
 from __future__ import annotations
 
@@ -36,20 +36,3 @@ def packed_uint(value: int) -> bytes:
         if value < 1 << (8 * size):
             return bytes((marker,)) + value.to_bytes(size, "big")
     raise OverflowError(f"{value} is beyond msgpack's 64 bits")
-
-
-_UINT_SIZES = {0xCC: 1, 0xCD: 2, 0xCE: 4, 0xCF: 8}
-
-
-def unpacked_uint(data: bytes) -> int:
-    """The non-negative int of msgpack bytes holding one (in any of its forms), without
-    msgpack's decoder: a stored state points at its blobs through thousands of these.
-
-    Raises:
-        ValueError: the bytes are not exactly one msgpack unsigned int.
-    """
-    if len(data) == 1 and data[0] < 0x80:
-        return data[0]
-    if not data or _UINT_SIZES.get(data[0]) != len(data) - 1:
-        raise ValueError("a blob reference is not an unsigned int")
-    return int.from_bytes(data[1:], "big")

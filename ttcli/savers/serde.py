@@ -31,7 +31,7 @@ from typing import Any, NamedTuple
 import msgpack
 
 from ttcli.errors import CorruptValueError, SerializationError
-from ttcli.savers.msgpack_frames import packed_uint, unpacked_uint
+from ttcli.savers.msgpack_frames import packed_uint
 from ttcli.uuid6 import canonical_bytes, dashed
 from ttcli.values import Command, Interrupt, Message, Send, rebuild
 
@@ -380,10 +380,18 @@ _PLAIN = Serializer()
 
 
 def _ref(data: bytes) -> Ref:
+    """A blob reference: one unsigned int, or the value is undecodable (a forged key must
+    not name a blob a prune would collect)."""
     try:
-        return Ref(unpacked_uint(data))
-    except ValueError as exc:
-        raise CorruptValueError(f"undecodable ext type {REF}: {exc}") from None
+        key = msgpack.unpackb(data)
+    except ValueError:
+        key = None
+    if type(key) is not int or key < 0:
+        raise CorruptValueError(
+            f"undecodable ext type {REF}: a blob reference is not an unsigned int"
+        )
+    return tuple.__new__(Ref, (key,))  # as Ref(key) builds it, without a Python call: a
+    # stored state points at its blobs through thousands of these
 
 
 class Verbatim(Serializer):
