@@ -380,15 +380,16 @@ _PLAIN = Serializer()
 
 
 def _ref(data: bytes) -> Ref:
-    """A blob reference: one unsigned int, or the value is undecodable (a forged key must
-    not name a blob a prune would collect)."""
+    """A blob reference: one unsigned int below 2**63, or the value is undecodable (a
+    forged key must not name a blob a prune would collect, nor be one no database holds)."""
     try:
         key = msgpack.unpackb(data)
     except ValueError:
         key = None
-    if type(key) is not int or key < 0:
+    if type(key) is not int or not 0 <= key < 1 << 63:  # both databases' keys are int64
         raise CorruptValueError(
-            f"undecodable ext type {REF}: a blob reference is not an unsigned int"
+            f"undecodable ext type {REF}: a blob reference is not a key "
+            "(an unsigned int below 2**63)"
         )
     return tuple.__new__(Ref, (key,))  # as Ref(key) builds it, without a Python call: a
     # stored state points at its blobs through thousands of these
