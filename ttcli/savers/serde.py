@@ -391,8 +391,8 @@ def _ref(data: bytes) -> Ref:
             f"undecodable ext type {REF}: a blob reference is not a key "
             "(an unsigned int below 2**63)"
         )
-    return tuple.__new__(Ref, (key,))  # as Ref(key) builds it, without a Python call: a
-    # stored state points at its blobs through thousands of these
+    # what Ref(key) builds, without its Python __new__: states hold thousands of these
+    return tuple.__new__(Ref, (key,))
 
 
 class Verbatim(Serializer):
