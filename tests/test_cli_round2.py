@@ -479,3 +479,39 @@ def test_ctrl_c_in_any_command_exits_130(db: Target, tmp_path: Path) -> None:
     assert result.stderr == (
         "Error: interrupted: what was committed is kept; run the command again to go on\n"
     )
+
+
+FAN_TO = """
+from ttcli import START, Send, StateGraph
+from tests.graphs import LogState
+
+builder = StateGraph(LogState)
+builder.add_node("prep", lambda state: {{}})
+builder.add_node("{node}", lambda state: {{"log": ["{node}"]}})
+builder.add_edge(START, "prep")
+builder.add_conditional_edges("prep", lambda state: [Send("{node}", {{"log": []}})], ["{node}"])
+graph = builder.compile(interrupt_before=["{node}"])
+"""
+
+
+def test_running_a_thread_on_a_graph_without_the_node_its_send_names_is_exit_2(
+    tmp_path: Path, new_db: NewDb
+) -> None:
+    """The graph's node was renamed while a thread waited on a Send to it: one line, exit 2,
+    nothing run or recorded; the graph that wrote it still goes on."""
+    db = new_db("fan.db")
+    for node in ("work", "labour"):
+        (tmp_path / f"{node}.py").write_text(FAN_TO.format(node=node))
+    old, new = f"{tmp_path / 'work.py'}:graph", f"{tmp_path / 'labour.py'}:graph"
+    assert ttcli(db, "run", old, "-t", "f", "--input", '{"log": []}').exit_code == 4
+    before = ttcli(db, "history", "-t", "f", "--json").stdout
+    done = ttcli(db, "run", new, "-t", "f")
+    assert (done.exit_code, done.stdout) == (2, "")
+    (line,) = done.stderr.splitlines()
+    assert line.startswith("Error: checkpoint ") and line.endswith(
+        "of thread 'f' holds a Send to node 'work', which this graph does not have (its nodes: "
+        "['labour', 'prep']): run the thread with the graph that wrote it, or fork it from an "
+        "earlier checkpoint"
+    )
+    assert ttcli(db, "history", "-t", "f", "--json").stdout == before
+    assert data(ttcli(db, "run", old, "-t", "f", "--json"))["values"]["log"] == ["work"]

@@ -94,6 +94,32 @@ def test_commands_and_sends_to_unknown_nodes_fail_clearly() -> None:
         builder.compile().invoke({"log": []})
 
 
+def _fan_to(name: str, saver: BaseSaver) -> Any:
+    """prep sends one task to `name`, and the run pauses before it."""
+    builder = StateGraph(graphs.LogState)
+    builder.add_node("prep", lambda state: {})
+    builder.add_node(name, lambda state: {"log": [name]})
+    builder.add_edge(START, "prep")
+    builder.add_conditional_edges("prep", lambda state: [Send(name, {"log": []})], [name])
+    return builder.compile(checkpointer=saver, interrupt_before=[name])
+
+
+def test_a_stored_send_to_a_node_the_graph_no_longer_has_is_refused_before_anything_runs(
+    saver: BaseSaver,
+) -> None:
+    # the graph was changed (its node renamed) while a thread waited on a Send to it
+    _fan_to("work", saver).invoke({"log": []}, cfg())
+    before = [(s.config, s.next) for s in _fan_to("work", saver).get_state_history(cfg())]
+    with pytest.raises(
+        ConfigError,
+        match=r"holds a Send to node 'work', which this graph does not have "
+        r"\(its nodes: \['labour', 'prep'\]\): run the thread with the graph that wrote it",
+    ):
+        _fan_to("labour", saver).invoke(None, cfg())
+    assert [(s.config, s.next) for s in _fan_to("work", saver).get_state_history(cfg())] == before
+    assert _fan_to("work", saver).invoke(None, cfg())["log"] == ["work"]
+
+
 def test_a_finished_sibling_is_not_run_again_when_the_interrupt_is_answered(
     saver: BaseSaver,
 ) -> None:

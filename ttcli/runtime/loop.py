@@ -137,6 +137,7 @@ class Run:
             )
             if not tasks:
                 return
+            self._check_nodes(tasks)
             if self.settings.interrupt_before and should_interrupt(
                 self.checkpoint, self.settings.interrupt_before, tasks
             ):
@@ -154,6 +155,19 @@ class Run:
             ):
                 yield "updates", {INTERRUPT: ()}
                 return
+
+    def _check_nodes(self, tasks: list[Task]) -> None:
+        """A Send stored by another version of the graph may name a node this one lacks: the
+        run is refused before any task runs, as a Send to an unknown node is when written
+        (LangGraph drops the task with a warning): a problem of the call, not of a node."""
+        for task in tasks:
+            if task.name not in self.plan.nodes:
+                raise ConfigError(
+                    f"checkpoint {self.checkpoint['id']} of thread '{self.ref.thread_id}' "
+                    f"holds a Send to node {task.name!r}, which this graph does not have "
+                    f"(its nodes: {sorted(n for n in self.plan.nodes if n != START)}): run the "
+                    "thread with the graph that wrote it, or fork it from an earlier checkpoint"
+                )
 
     def _load(self) -> None:
         self.recorder.settle()
