@@ -482,30 +482,44 @@ def test_ctrl_c_in_any_command_exits_130(db: Target, tmp_path: Path) -> None:
 
 
 FAN_TO = """
-from ttcli import START, Send, StateGraph
+from ttcli import START, Send, StateGraph, interrupt
 from tests.graphs import LogState
+
+def node(state):
+    return {{"log": ["{node}:" + interrupt("go?")]}}
 
 builder = StateGraph(LogState)
 builder.add_node("prep", lambda state: {{}})
-builder.add_node("{node}", lambda state: {{"log": ["{node}"]}})
+builder.add_node("{node}", node)
 builder.add_edge(START, "prep")
 builder.add_conditional_edges("prep", lambda state: [Send("{node}", {{"log": []}})], ["{node}"])
-graph = builder.compile(interrupt_before=["{node}"])
+graph = builder.compile()
 """
 
+#: the commands that go on from the thread's paused checkpoint, given the renamed graph
+GOING_ON = {
+    "run": ["run", "{new}", "-t", "f"],
+    "run-resume": ["run", "{new}", "-t", "f", "--resume", '"yes"'],
+    "run-from": ["run", "{new}", "-t", "f", "--from", "latest"],
+    "resume": ["resume", "-t", "f", "--value", "yes", "--graph", "{new}"],
+    "replay": ["replay", "latest", "-t", "f", "--graph", "{new}"],
+}
 
-def test_running_a_thread_on_a_graph_without_the_node_its_send_names_is_exit_2(
-    tmp_path: Path, new_db: NewDb
+
+@pytest.mark.parametrize("command", list(GOING_ON))
+def test_going_on_with_a_graph_without_the_node_a_stored_send_names_is_exit_2(
+    tmp_path: Path, new_db: NewDb, command: str
 ) -> None:
-    """The graph's node was renamed while a thread waited on a Send to it: one line, exit 2,
-    nothing run or recorded; the graph that wrote it still goes on."""
+    """The graph's node was renamed while a thread waited in a Send's task: one line, exit 2,
+    nothing run, answered, forked or recorded; the graph that wrote it still goes on (the
+    thread's recorded graph, without --graph)."""
     db = new_db("fan.db")
     for node in ("work", "labour"):
         (tmp_path / f"{node}.py").write_text(FAN_TO.format(node=node))
     old, new = f"{tmp_path / 'work.py'}:graph", f"{tmp_path / 'labour.py'}:graph"
     assert ttcli(db, "run", old, "-t", "f", "--input", '{"log": []}').exit_code == 4
-    before = ttcli(db, "history", "-t", "f", "--json").stdout
-    done = ttcli(db, "run", new, "-t", "f")
+    before = [ttcli(db, *read).stdout for read in READ_BACK]
+    done = ttcli(db, *(arg.format(new=new) for arg in GOING_ON[command]))
     assert (done.exit_code, done.stdout) == (2, "")
     (line,) = done.stderr.splitlines()
     assert line.startswith("Error: checkpoint ") and line.endswith(
@@ -513,5 +527,9 @@ def test_running_a_thread_on_a_graph_without_the_node_its_send_names_is_exit_2(
         "['labour', 'prep']): run the thread with the graph that wrote it, or fork it from an "
         "earlier checkpoint"
     )
-    assert ttcli(db, "history", "-t", "f", "--json").stdout == before
-    assert data(ttcli(db, "run", old, "-t", "f", "--json"))["values"]["log"] == ["work"]
+    assert [ttcli(db, *read).stdout for read in READ_BACK] == before
+    resumed = ttcli(db, "resume", "-t", "f", "--value", "yes", "--json")
+    assert data(resumed)["values"]["log"] == ["work:yes"], resumed.stderr
+
+
+READ_BACK = [["history", "-t", "f", "--json"], ["show", "latest", "-t", "f", "--json"]]

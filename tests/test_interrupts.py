@@ -11,7 +11,7 @@ import pytest
 from tests import graphs
 from tests.conftest import NewDb
 from ttcli import END, START, Command, Send, StateGraph, interrupt
-from ttcli.errors import ConfigError, EmptyInputError, InvalidUpdateError
+from ttcli.errors import ConfigError, EmptyInputError, InvalidUpdateError, UnknownSendError
 from ttcli.savers.base import BaseSaver
 from ttcli.savers.locate import open_saver
 
@@ -94,30 +94,55 @@ def test_commands_and_sends_to_unknown_nodes_fail_clearly() -> None:
         builder.compile().invoke({"log": []})
 
 
-def _fan_to(name: str, saver: BaseSaver) -> Any:
-    """prep sends one task to `name`, and the run pauses before it."""
+def _fan_to(name: str, saver: BaseSaver, ask: bool) -> Any:
+    """prep sends one task to `name`; the run pauses before it, or (`ask`) in it."""
+
+    def node(state: graphs.LogState) -> dict[str, Any]:
+        return {"log": [f"{name}:{interrupt('go?')}" if ask else name]}
+
     builder = StateGraph(graphs.LogState)
     builder.add_node("prep", lambda state: {})
-    builder.add_node(name, lambda state: {"log": [name]})
+    builder.add_node(name, node)
     builder.add_edge(START, "prep")
     builder.add_conditional_edges("prep", lambda state: [Send(name, {"log": []})], [name])
-    return builder.compile(checkpointer=saver, interrupt_before=[name])
+    return builder.compile(checkpointer=saver, interrupt_before=[] if ask else [name])
 
 
-def test_a_stored_send_to_a_node_the_graph_no_longer_has_is_refused_before_anything_runs(
-    saver: BaseSaver,
+#: ways of going on from the paused checkpoint: (the node asks, the input, at the head, the
+#: log when the graph that wrote the thread goes on so)
+GOING_ON: dict[str, tuple[bool, Any, bool, list[str]]] = {
+    "invoke-none": (False, None, False, ["work"]),
+    "resume": (True, Command(resume="yes"), False, ["work:yes"]),
+    "command-update": (False, Command(update={"log": ["typo"]}), False, ["typo", "work"]),
+    "replay": (False, None, True, ["work"]),
+}
+
+
+@pytest.mark.parametrize("way", list(GOING_ON))
+def test_a_stored_send_to_a_node_the_graph_no_longer_has_is_refused_before_anything_is_saved(
+    saver: BaseSaver, way: str
 ) -> None:
-    # the graph was changed (its node renamed) while a thread waited on a Send to it
-    _fan_to("work", saver).invoke({"log": []}, cfg())
-    before = [(s.config, s.next) for s in _fan_to("work", saver).get_state_history(cfg())]
+    # the graph was changed (its node renamed) while a thread waited on a Send to it: no
+    # answer, update or fork of the refused call is kept, and the old graph goes on
+    ask, given, at_head, log = GOING_ON[way]
+    _fan_to("work", saver, ask).invoke({"log": []}, cfg())
+
+    def history() -> list[Any]:
+        return [
+            (s.config, s.next, s.tasks)
+            for s in _fan_to("work", saver, ask).get_state_history(cfg())
+        ]
+
+    before = history()
+    config = before[0][0] if at_head else cfg()
     with pytest.raises(
-        ConfigError,
+        UnknownSendError,
         match=r"holds a Send to node 'work', which this graph does not have "
         r"\(its nodes: \['labour', 'prep'\]\): run the thread with the graph that wrote it",
     ):
-        _fan_to("labour", saver).invoke(None, cfg())
-    assert [(s.config, s.next) for s in _fan_to("work", saver).get_state_history(cfg())] == before
-    assert _fan_to("work", saver).invoke(None, cfg())["log"] == ["work"]
+        _fan_to("labour", saver, ask).invoke(given, config)
+    assert history() == before
+    assert _fan_to("work", saver, ask).invoke(given, config)["log"] == log
 
 
 def test_a_finished_sibling_is_not_run_again_when_the_interrupt_is_answered(

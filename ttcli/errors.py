@@ -57,6 +57,11 @@ class ConfigError(TtcliError, ValueError):
     """The run config is missing something the runtime needs."""
 
 
+class UnknownSendError(ConfigError):
+    """A checkpoint a run goes on from holds a Send to a node the graph does not have: the
+    graph changed since the Send was stored."""
+
+
 class InputError(TtcliError, ValueError):
     """A value given on the command line that cannot be used as given."""
 

@@ -36,6 +36,7 @@ from ttcli.ops.diff import diff_values
 from ttcli.ops.fork import fork as fork_checkpoint
 from ttcli.ops.fork import fork_to_thread
 from ttcli.ops.refs import resolve
+from ttcli.runtime.algo import check_sends
 from ttcli.runtime.commands import Command
 from ttcli.runtime.compiled import CompiledStateGraph
 from ttcli.savers.base import CheckpointTuple
@@ -88,6 +89,9 @@ def run(
         raise InputError(f"thread '{thread}' is new: give --input JSON")
     at = resolve(saver, ref, from_ref).config if from_ref else ref.to_config()
     graph.checkpointer = saver
+    going_on = saver.get_tuple(at) if input_ is None else None
+    if going_on is not None:  # refused before this graph is recorded as the thread's
+        check_sends(graph.plan, going_on.checkpoint, thread, ns)
     targets.record(saver, thread, target, graph, env.folder)
     _execute(env, graph, target, given, at, interrupt_before=list(interrupt_before), stream=stream)
 

@@ -6,8 +6,9 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ttcli.errors import UnknownSendError
 from ttcli.graph.channels import Channel
-from ttcli.graph.constants import INTERRUPT, PULL, PUSH, TASKS
+from ttcli.graph.constants import INTERRUPT, PULL, PUSH, START, TASKS
 from ttcli.runtime.ids import task_id
 from ttcli.runtime.plan import GraphPlan, Write
 from ttcli.savers.base import Checkpoint
@@ -57,6 +58,25 @@ def bookkeeping_copy(checkpoint: Checkpoint) -> Checkpoint:
             },
         }
     )
+
+
+def check_sends(plan: GraphPlan, checkpoint: Checkpoint, thread_id: str, namespace: str) -> None:
+    """Refuse to go on from a checkpoint whose stored Sends name a node `plan` lacks (the
+    graph was changed since): checked before a run saves anything, and by the CLI before it
+    records the graph with the thread. LangGraph drops such a task with a warning.
+
+    Raises:
+        UnknownSendError: naming the node, the checkpoint and the graph's nodes.
+    """
+    for send in checkpoint["channel_values"].get(TASKS) or ():
+        if getattr(send, "node", None) not in plan.nodes:
+            where = f" (namespace '{namespace}')" if namespace else ""
+            raise UnknownSendError(
+                f"checkpoint {checkpoint['id']} of thread '{thread_id}'{where} holds a Send to "
+                f"node {getattr(send, 'node', send)!r}, which this graph does not have (its "
+                f"nodes: {sorted(n for n in plan.nodes if n != START)}): run the thread with "
+                "the graph that wrote it, or fork it from an earlier checkpoint"
+            )
 
 
 def prepare_tasks(

@@ -38,6 +38,7 @@ from ttcli.runtime.algo import (
     Task,
     apply_writes,
     bookkeeping_copy,
+    check_sends,
     empty_checkpoint,
     prepare_tasks,
     should_interrupt,
@@ -137,7 +138,6 @@ class Run:
             )
             if not tasks:
                 return
-            self._check_nodes(tasks)
             if self.settings.interrupt_before and should_interrupt(
                 self.checkpoint, self.settings.interrupt_before, tasks
             ):
@@ -155,19 +155,6 @@ class Run:
             ):
                 yield "updates", {INTERRUPT: ()}
                 return
-
-    def _check_nodes(self, tasks: list[Task]) -> None:
-        """A Send stored by another version of the graph may name a node this one lacks: the
-        run is refused before any task runs, as a Send to an unknown node is when written
-        (LangGraph drops the task with a warning): a problem of the call, not of a node."""
-        for task in tasks:
-            if task.name not in self.plan.nodes:
-                raise ConfigError(
-                    f"checkpoint {self.checkpoint['id']} of thread '{self.ref.thread_id}' "
-                    f"holds a Send to node {task.name!r}, which this graph does not have "
-                    f"(its nodes: {sorted(n for n in self.plan.nodes if n != START)}): run the "
-                    "thread with the graph that wrote it, or fork it from an earlier checkpoint"
-                )
 
     def _load(self) -> None:
         self.recorder.settle()
@@ -202,6 +189,8 @@ class Run:
             raise EmptyInputError("Received empty Command input")
         if not self.checkpoint["channel_versions"]:
             raise EmptyInputError(f"Received no input for {START}")
+        # before anything is saved: an answer, an update, a fork
+        check_sends(self.plan, self.checkpoint, self.ref.thread_id, self.ref.checkpoint_ns)
         # an explicit checkpoint id without an answer to give is time travel: re-execute
         time_travel = self.ref.checkpoint_id is not None and (
             command is None or command.resume is None
