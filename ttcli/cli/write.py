@@ -22,7 +22,7 @@ from ttcli.cli.main import (
     thread_options,
 )
 from ttcli.cli.params import assignments, json_or_text, json_value
-from ttcli.configs import CheckpointRef
+from ttcli.configs import CheckpointRef, RunnableConfig
 from ttcli.errors import (
     GraphRecursionError,
     InputError,
@@ -89,11 +89,25 @@ def run(
         raise InputError(f"thread '{thread}' is new: give --input JSON")
     at = resolve(saver, ref, from_ref).config if from_ref else ref.to_config()
     graph.checkpointer = saver
-    going_on = saver.get_tuple(at) if input_ is None else None
-    if going_on is not None:  # refused before this graph is recorded as the thread's
-        check_sends(graph.plan, going_on.checkpoint, thread, ns)
-    targets.record(saver, thread, target, graph, env.folder)
+    _record(env, graph, target, ref, at if input_ is None else None)
     _execute(env, graph, target, given, at, interrupt_before=list(interrupt_before), stream=stream)
+
+
+def _record(
+    env: Env,
+    graph: CompiledStateGraph,
+    target: str,
+    ref: CheckpointRef,
+    going_on: RunnableConfig | None,
+) -> None:
+    """Remember the graph with the thread; first, going on from a checkpoint (`going_on`, its
+    config), refuse a graph that lacks a node its stored Sends name: the thread keeps the one
+    that wrote it."""
+    assert graph.checkpointer is not None
+    saved = graph.checkpointer.get_tuple(going_on) if going_on is not None else None
+    if saved is not None:
+        check_sends(graph.plan, saved.checkpoint, ref.thread_id, ref.checkpoint_ns)
+    targets.record(graph.checkpointer, ref.thread_id, target, graph, env.folder)
 
 
 @click.command()
