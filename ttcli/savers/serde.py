@@ -24,7 +24,7 @@ import datetime as dt
 import enum
 import functools
 import uuid
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from decimal import Decimal
 from typing import Any, NamedTuple
 
@@ -32,6 +32,7 @@ import msgpack
 
 from ttcli.errors import CorruptValueError, SerializationError
 from ttcli.savers.msgpack_frames import packed_uint
+from ttcli.savers.value_paths import parts, walk
 from ttcli.uuid6 import canonical_bytes, dashed
 from ttcli.values import Command, Interrupt, Message, Send, rebuild
 
@@ -427,37 +428,11 @@ VERBATIM = Verbatim()
 
 def _find_unsupported(value: Any, path: str) -> tuple[str, Any] | None:
     """The first value under `value` that `dumps` cannot encode, with its path."""
-    for where, item in _walk(value, path):
+    for where, item in walk(value, path):
         try:
             _pack(item)
         except _Unsupported:
             # a Send fails itself (its node), not through its fields
-            if type(item) is Send or not list(_children(item, where)):
+            if type(item) is Send or not list(parts(item, where)):
                 return where, item
     return None
-
-
-def _walk(value: Any, path: str) -> Iterator[tuple[str, Any]]:
-    # depth first, parents after children, so the deepest failing value is found first
-    for child_path, child in _children(value, path):
-        yield from _walk(child, child_path)
-    yield path, value
-
-
-def _children(value: Any, path: str) -> Iterator[tuple[str, Any]]:
-    if isinstance(value, Mapping):
-        for key, item in value.items():
-            yield (
-                (
-                    f"{path}.{key}"
-                    if isinstance(key, str) and key.isidentifier()
-                    else f"{path}[{key!r}]"
-                ),
-                item,
-            )
-    elif isinstance(value, list | tuple | set | frozenset):
-        for index, item in enumerate(value):
-            yield f"{path}[{index}]", item
-    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
-        for field in dataclasses.fields(value):
-            yield f"{path}.{field.name}", getattr(value, field.name)
