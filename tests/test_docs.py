@@ -46,6 +46,48 @@ def test_the_command_line_starts_without_the_runtime() -> None:
         assert f"'{unused}'" not in loaded, unused
 
 
+_SYNC_PROGRAM = """
+import sys
+from typing import TypedDict
+from ttcli import END, START, StateGraph
+from ttcli.savers.sqlite import SqliteSaver
+
+class State(TypedDict):
+    n: int
+
+builder = StateGraph(State)
+builder.add_node("add", lambda state: {"n": state["n"] + 1})
+builder.add_edge(START, "add")
+builder.add_edge("add", END)
+config = {"configurable": {"thread_id": "t"}}
+with SqliteSaver.from_conn_string(sys.argv[1]) as saver:
+    app = builder.compile(checkpointer=saver)
+    app.invoke({"n": 1}, config)
+    app.update_state(config, {"n": 10})
+    steps = [s.values.get("n") for s in app.get_state_history(config)]
+print(steps, "asyncio" in sys.modules)
+"""
+
+
+def test_a_synchronous_program_and_ttcli_run_never_import_asyncio(tmp_path: Path) -> None:
+    """Importing asyncio made importing the runtime a third slower: only what is async (the
+    async API, an async node) loads it, see runtime/aio.py."""
+    program = subprocess.run(
+        [sys.executable, "-c", _SYNC_PROGRAM, str(tmp_path / "p.db")],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    assert program.stdout.split() == ["[10,", "2,", "1,", "None]", "False"], program.stdout
+    db = str(tmp_path / "t.db")
+    script = (
+        "import atexit, sys; from ttcli.cli import cli; "
+        "atexit.register(lambda: print('asyncio' in sys.modules, file=sys.stderr)); "
+        f"cli({['--db', db, 'run', ORDER_AGENT, '-t', 'o', '--input', json.dumps(ORDER)]!r})"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert done.returncode == 0 and done.stdout.startswith("done at "), done.stderr
+    assert done.stderr.split() == ["False"], done.stderr
+
+
 @pytest.mark.parametrize("command", [["history", "--limit", "20"], ["show"]])
 def test_reading_commands_load_neither_the_writer_nor_the_prune(
     tmp_path: Path, command: list[str]

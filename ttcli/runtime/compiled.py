@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
@@ -11,7 +10,7 @@ from ttcli.errors import ConfigError
 from ttcli.graph.constants import INTERRUPT
 from ttcli.graph.state import schema_types
 from ttcli.runtime import history, update
-from ttcli.runtime.aio import in_thread
+from ttcli.runtime.aio import in_thread, running_loop, to_thread
 from ttcli.runtime.commands import GraphInterrupt, current_scratchpad
 from ttcli.runtime.loop import Run
 from ttcli.runtime.plan import GraphPlan
@@ -22,6 +21,8 @@ from ttcli.runtime.types import StateSnapshot
 from ttcli.savers.base import BaseSaver
 
 if TYPE_CHECKING:
+    import asyncio  # only named: see runtime/aio.py
+
     from ttcli.graph.builder import StateGraph
 
 STREAM_MODES = ("values", "updates", "debug", "custom", "messages")
@@ -101,7 +102,7 @@ class CompiledStateGraph:
     ) -> AsyncIterator[Any]:
         """`stream` for async callers: async nodes run on the caller's event loop, and the
         saver's work on worker threads, so the loop is never blocked by either."""
-        run = self._run(input, config, stream_mode, options, loop=asyncio.get_running_loop())
+        run = self._run(input, config, stream_mode, options, loop=running_loop())
         async for chunk in in_thread(self._chunks(run, stream_mode)):
             yield chunk
 
@@ -130,7 +131,7 @@ class CompiledStateGraph:
         **options: Unpack[RunOptions],
     ) -> Any:
         """`invoke` for async callers (see `astream`)."""
-        run = self._run(input, config, stream_mode, options, loop=asyncio.get_running_loop())
+        run = self._run(input, config, stream_mode, options, loop=running_loop())
         chunks = [chunk async for chunk in in_thread(self._chunks(run, stream_mode))]
         return _outcome(run, stream_mode, chunks)
 
@@ -223,7 +224,7 @@ class CompiledStateGraph:
         return update.update_state(self._plan_for(config), self._saver(), config, values, as_node)
 
     async def aget_state(self, config: RunnableConfig, *, subgraphs: bool = False) -> StateSnapshot:
-        return await asyncio.to_thread(self.get_state, config, subgraphs=subgraphs)
+        return await to_thread(self.get_state, config, subgraphs=subgraphs)
 
     async def aget_state_history(
         self,
@@ -240,7 +241,7 @@ class CompiledStateGraph:
     async def aupdate_state(
         self, config: RunnableConfig, values: Any, as_node: str | None = None
     ) -> RunnableConfig:
-        return await asyncio.to_thread(self.update_state, config, values, as_node)
+        return await to_thread(self.update_state, config, values, as_node)
 
     def _plan_for(self, config: RunnableConfig) -> GraphPlan:
         """The plan of the graph whose checkpoints `config`'s namespace holds."""

@@ -7,18 +7,17 @@ run under both APIs.
 
 from __future__ import annotations
 
-import asyncio
-import contextvars
 import functools
 import inspect
-import threading
-from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from ttcli.configs import RunnableConfig
+from ttcli.runtime.aio import run_awaitable
 from ttcli.runtime.commands import get_runtime, get_stream_writer
 
-T = TypeVar("T")
+if TYPE_CHECKING:
+    import asyncio  # only named: see runtime/aio.py
 
 NodeCall = Callable[[Any, RunnableConfig, "asyncio.AbstractEventLoop | None"], Any]
 
@@ -66,38 +65,6 @@ def resolve(output: Any, loop: asyncio.AbstractEventLoop | None) -> Any:
     if output is None or type(output) in _NEVER_AWAITED or not inspect.isawaitable(output):
         return output
     return run_awaitable(output, loop)
-
-
-def run_awaitable(awaitable: Awaitable[T], loop: asyncio.AbstractEventLoop | None) -> T:
-    """Wait for `awaitable` from a worker thread: on `loop` if given, else on a loop of its own."""
-    if loop is not None:
-        return asyncio.run_coroutine_threadsafe(_wrap(awaitable), loop).result()
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(_wrap(awaitable))
-    # called from inside a running loop (invoke from async code): that loop is busy waiting
-    # for us, so the coroutine runs on a loop in a thread of its own (in this task's context)
-    result: list[T] = []
-    errors: list[BaseException] = []
-    context = contextvars.copy_context()
-
-    def target() -> None:
-        try:
-            result.append(context.run(asyncio.run, _wrap(awaitable)))
-        except BaseException as exc:  # noqa: BLE001 - handed back to the caller
-            errors.append(exc)
-
-    thread = threading.Thread(target=target, name="ttcli-async-node")
-    thread.start()
-    thread.join()
-    if errors:
-        raise errors[0]
-    return result[0]
-
-
-async def _wrap(awaitable: Awaitable[T]) -> T:
-    return await awaitable
 
 
 def takes_config(func: Callable[..., Any]) -> bool:

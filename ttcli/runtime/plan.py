@@ -7,12 +7,11 @@ seen yet. This is LangGraph's Pregel model, which is what makes histories line u
 
 from __future__ import annotations
 
-import asyncio
 import copy
 import functools
 from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ttcli.configs import RunnableConfig
 from ttcli.errors import InvalidUpdateError
@@ -30,6 +29,9 @@ from ttcli.graph.state import build_state, read_input, schema_channels
 from ttcli.runtime.commands import Command, ParentCommand, Send
 from ttcli.runtime.nodes import NodeCall, node_call, resolve, takes_config
 from ttcli.runtime.subgraphs import find_subgraph
+
+if TYPE_CHECKING:
+    import asyncio  # only named: see runtime/aio.py
 
 Write = tuple[str, Any]
 

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ttcli.configs import CheckpointRef, RunnableConfig
 from ttcli.errors import ConfigError
 from ttcli.runtime.subgraphs import ParentLink
 from ttcli.savers.base import BaseSaver
+
+if TYPE_CHECKING:
+    import asyncio  # only named: see runtime/aio.py
 
 DEFAULT_RECURSION_LIMIT = 10007  # LangGraph 1.2's default
 

@@ -10,7 +10,6 @@ new parent checkpoint gives new task ids, so a replay starts the subgraph afresh
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
@@ -20,6 +19,8 @@ from ttcli.runtime.commands import Command, current_scratchpad
 from ttcli.savers.base import BaseSaver
 
 if TYPE_CHECKING:
+    import asyncio  # only named: see runtime/aio.py
+
     from ttcli.runtime.committer import Committer
     from ttcli.runtime.compiled import CompiledStateGraph
     from ttcli.runtime.plan import GraphPlan
