@@ -4,6 +4,8 @@ aget_state_history and aupdate_state, with async and sync nodes under both APIs.
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -150,3 +152,38 @@ def test_async_saver_methods_run_the_sync_ones(saver: BaseSaver) -> None:
     assert len(listed) == 2 and listed[0].checkpoint["id"] == latest.checkpoint["id"]
     assert copy is not None and copy.pending_writes == [("task-1", "x", 5)]
     assert deleted is None
+
+
+_PARALLEL_ASYNC_NODES = """
+import operator, sys, time
+from typing import Annotated, TypedDict
+from ttcli import END, START, StateGraph
+
+class State(TypedDict):
+    log: Annotated[list[str], operator.add]
+
+def node(name):
+    async def run(state):
+        time.sleep(0.05)
+        return {"log": [name]}
+    return run
+
+builder = StateGraph(State)
+for name in ("a", "b", "c"):
+    builder.add_node(name, node(name))
+    builder.add_edge(START, name)
+    builder.add_edge(name, END)
+app = builder.compile()
+assert "asyncio" not in sys.modules  # the runtime does not import it (runtime/aio.py)
+print(sorted(app.invoke({"log": []})["log"]))
+"""
+
+
+def test_parallel_async_nodes_under_invoke_import_asyncio_at_once_in_a_fresh_process() -> None:
+    # the runtime imports asyncio when the first async node's coroutine is awaited: here
+    # three worker threads do so at the same time, in a process that had not imported it
+    done = subprocess.run(
+        [sys.executable, "-c", _PARALLEL_ASYNC_NODES], capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["['a',", "'b',", "'c']"]
