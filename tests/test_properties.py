@@ -17,6 +17,7 @@ from __future__ import annotations
 import datetime as dt
 import operator
 import tempfile
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, TypedDict
@@ -32,6 +33,7 @@ from ttcli.runtime.compiled import CompiledStateGraph
 from ttcli.savers import serde
 from ttcli.savers.base import BaseSaver
 from ttcli.savers.sqlite import SqliteSaver
+from ttcli.uuid6 import bytes_text
 
 THREADS = ("a", "b")
 
@@ -233,3 +235,9 @@ def _types(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return (type(value), [_types(v) for v in value])
     return type(value)
+
+
+@given(data=st.binary(min_size=16, max_size=16))
+def test_an_id_read_as_bytes_reads_as_uuid_writes_it(data: bytes) -> None:
+    # every id a listing or a read hands out is made by bytes_text, from stored bytes
+    assert bytes_text(data) == str(uuid.UUID(bytes=data))

@@ -289,6 +289,34 @@ def test_a_prune_cut_between_batches_collects_its_garbage_when_run_again(
     assert vacuumed_size(db_path) == expected
 
 
+@pytest.mark.parametrize("page", ["one row", "all rows"])
+def test_a_prune_whose_last_page_is_full_still_collects_its_garbage(
+    db_path: Path, monkeypatch: pytest.MonkeyPatch, page: str
+) -> None:
+    """Pages are read oldest first, each in its transaction; blobs are collected with the
+    first page that comes back short, and when every page is full, with the empty one after
+    them."""
+    keep_newest = PrunePolicy(older_than=datetime(2100, 1, 1, tzinfo=UTC), keep_last=2)
+    with SqliteSaver.from_conn_string(db_path) as saver:
+        app = random_graph([1, 2]).compile(checkpointer=saver)
+        for _ in range(3):  # the log grows past the inline size: blobs to collect
+            app.invoke({"x": 0, "log": ["an entry long enough to make a blob " * 60]}, cfg("t"))
+        head = app.get_state(cfg("t")).values
+        plans = plan_prune(saver, keep_newest)
+    reference = db_path.with_name("reference.db")
+    reference.write_bytes(db_path.read_bytes())
+    with SqliteSaver.from_conn_string(reference) as saver:
+        execute_prune(saver, plan_prune(saver, keep_newest))
+    monkeypatch.setattr("ttcli.ops.prune.BATCH_SIZE", 1 if page == "one row" else plans[0].count)
+    with SqliteSaver.from_conn_string(db_path) as saver:
+        report = execute_prune(saver, plans)
+        app = random_graph([1, 2]).compile(checkpointer=saver)
+        assert app.get_state(cfg("t")).values == head
+        assert saver.integrity_problems() == []
+    assert report.checkpoints == plans[0].count > 2
+    assert vacuumed_size(db_path) == vacuumed_size(reference)
+
+
 def test_a_thread_that_wakes_up_after_an_idle_plan_keeps_everything(saver: BaseSaver) -> None:
     app, _ = two_runs(saver)
     plans = plan_prune(saver, PrunePolicy(idle_since=boundary()))

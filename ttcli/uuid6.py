@@ -139,6 +139,12 @@ def dashed(digits: str) -> str:
     return f"{digits[:8]}-{digits[8:12]}-{digits[12:16]}-{digits[16:20]}-{digits[20:]}"
 
 
+def bytes_text(data: bytes) -> str:
+    """A UUID's 16 bytes in its 8-4-4-4-12 form, as `dashed(data.hex())` gives it (in half
+    the time: every id a listing or a read hands out is made so)."""
+    return f"{data[:4].hex()}-{data[4:10].hex('-', 2)}-{data[10:].hex()}"
+
+
 def canonical_bytes(text: str) -> bytes | None:
     """The 16 bytes of a UUID written in canonical form (lowercase, dashed), else None: only
     then does turning the bytes back into text give the same text."""

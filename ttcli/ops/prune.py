@@ -218,21 +218,27 @@ class _Run:
 
     def delete(self, ref: CheckpointRef, plan: ThreadPlan) -> None:
         """Delete the plan's rows a page at a time, oldest first (parents are archived
-        before their children; what is left between pages still reads whole). Only the
-        page boundaries are held in memory. Blobs are collected once, with the last page."""
-        config, bounds = ref.to_config(), [plan.below]
-        while page := self.saver.checkpoint_ids(config, below=bounds[-1], limit=BATCH_SIZE):
-            bounds.append(page[-1])
-        for n in range(len(bounds) - 1, 0, -1):
+        before their children; what is left between pages still reads whole), each page
+        read in the transaction that deletes it: a row that commits late is either in it,
+        and then archived and checked like any other, or left alone. Only the page is held
+        in memory. Blobs are collected once, with the last page (the first one short)."""
+        config, since = ref.to_config(), None
+        while True:
             with self.saver.batch():
-                # read in the transaction: a row that commits late is either in it, and then
-                # archived and checked like any other, or left alone
-                page = self.saver.checkpoint_ids(config, below=bounds[n - 1], since=bounds[n])
+                page = self.saver.checkpoint_ids(
+                    config, below=plan.below, since=since, limit=BATCH_SIZE, oldest_first=True
+                )
+                if not page and since is None:
+                    return  # nothing is left below the bound (another prune took it)
+                page.reverse()  # newest first, as the rest of a page's work takes it
                 doomed = self._doomed(ref, plan, page)
-                self.saver.delete_checkpoints(config, doomed, collect=n == 1)
+                self.saver.delete_checkpoints(config, doomed, collect=len(page) < BATCH_SIZE)
             self.report.checkpoints += len(doomed)
             if self.progress is not None:
                 self.progress(self.report.checkpoints, self.total)
+            if len(page) < BATCH_SIZE:
+                return
+            since = _after(page[0])
 
     def _doomed(self, ref: CheckpointRef, plan: ThreadPlan, page: list[str]) -> list[str]:
         """What of a page may go, decided in the transaction that deletes it."""

@@ -288,13 +288,16 @@ class BaseSaver(ABC):
         below: str | None = None,
         limit: int | None = None,
         since: str | None = None,
+        oldest_first: bool = False,
     ) -> builtins.list[str]:
-        """The checkpoint ids of the config's thread, newest first, read without decoding
-        anything (so that one broken checkpoint does not hide the others); only ids below
-        `below` and at or above `since`, and at most `limit` of them, when given (a page of
-        a long thread, or which of a page's ids are still there)."""
+        """The checkpoint ids of the config's thread, newest first (or `oldest_first`), read
+        without decoding anything (so that one broken checkpoint does not hide the others);
+        only ids below `below` and at or above `since`, and at most `limit` of them, when
+        given (a page of a long thread, or which of a page's ids are still there)."""
         found = [t.checkpoint["id"] for t in self.list_metadata(config)]
         found = [i for i in found if (below is None or i < below) and (since is None or i >= since)]
+        if oldest_first:
+            found.reverse()
         return found if limit is None else found[:limit]
 
     def ids_ending(self, config: RunnableConfig, tail: str) -> builtins.list[str]:

@@ -12,7 +12,7 @@ from ttcli.errors import CorruptValueError, SerializationError
 from ttcli.savers import serde
 from ttcli.savers.blobs import entry_refs
 from ttcli.savers.serde import Serializer
-from ttcli.uuid6 import canonical_bytes, dashed
+from ttcli.uuid6 import bytes_text, canonical_bytes
 
 #: an entry (see blobs.py) for each of a task's writes, by write index
 TaskWrites = dict[int, tuple[str, Any]]
@@ -242,7 +242,7 @@ def _task_text(task: bytes | str) -> str:
     if isinstance(task, bytes):
         if len(task) != 16:
             raise ValueError("a task id stored as bytes has 16 of them")
-        return dashed(task.hex())
+        return bytes_text(task)
     return task
 
 

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 from ttcli.errors import ConfigError
 from ttcli.savers.rules import checkpoint_time
-from ttcli.uuid6 import dashed
+from ttcli.uuid6 import bytes_text
 
 
 def micros(ts: str) -> int:
@@ -38,4 +38,4 @@ def require_id(checkpoint_id: str) -> bytes:
 def id_text(data: bytes) -> str:
     if len(data) != 16:
         raise ValueError(f"a checkpoint id has 16 bytes, not {len(data)}")
-    return dashed(bytes(data).hex())
+    return bytes_text(data)

@@ -149,14 +149,16 @@ class Rows:
         below: bytes | None,
         since: bytes | None,
         limit: int | None,
+        oldest_first: bool = False,
     ) -> list[str]:
-        """Ids newest first, below `below` and from `since` on, at most `limit`."""
+        """Ids newest first (or `oldest_first`), below `below` and from `since` on, at most
+        `limit`."""
         # plain bounds (never `:below IS NULL OR ...`), so that the primary key's range is
         # read and nothing above or below it
         rows = conn.execute(
             "SELECT checkpoint_id FROM checkpoints WHERE thread_key = :thread_key "
             "AND checkpoint_id < :below AND checkpoint_id >= :since "
-            "ORDER BY checkpoint_id DESC LIMIT :limit",
+            f"ORDER BY checkpoint_id {'ASC' if oldest_first else 'DESC'} LIMIT :limit",
             {
                 "thread_key": self.thread_key(conn, ref),
                 "below": _ABOVE_ALL if below is None else below,

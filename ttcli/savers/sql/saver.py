@@ -250,11 +250,12 @@ class SqlSaver(BaseSaver):
         below: str | None = None,
         limit: int | None = None,
         since: str | None = None,
+        oldest_first: bool = False,
     ) -> builtins.list[str]:
         upper = None if below is None else require_id(below)
         lower = None if since is None else require_id(since)
         with self.connection.read() as conn:
-            return self.rows.ids(conn, self.ref(config), upper, lower, limit)
+            return self.rows.ids(conn, self.ref(config), upper, lower, limit, oldest_first)
 
     def stored_pending_writes(
         self, config: RunnableConfig, checkpoint_ids: Iterable[str]
