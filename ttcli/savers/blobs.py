@@ -77,11 +77,19 @@ class BlobRows(Protocol):
 
 def entry_refs(entry: Any) -> list[int]:
     """Blob keys an entry points at directly."""
-    if isinstance(entry, Ref):
-        return [entry.key]
-    if type(entry) is dict:
-        return [item.key for item in entry.values() if isinstance(item, Ref)]
-    return []
+    return entries_refs((entry,))
+
+
+def entries_refs(entries: Iterable[Any]) -> list[int]:
+    """Blob keys the entries point at directly, in one pass (a prune reads those of every
+    row it deletes, and an archive those of every row it copies)."""
+    found: list[int] = []
+    for entry in entries:
+        if isinstance(entry, Ref):
+            found.append(entry.key)
+        elif type(entry) is dict:
+            found += [item.key for item in entry.values() if isinstance(item, Ref)]
+    return found
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,7 +10,7 @@ from typing import Any, Protocol
 
 from ttcli.errors import CorruptValueError, SerializationError
 from ttcli.savers import serde
-from ttcli.savers.blobs import entry_refs
+from ttcli.savers.blobs import entries_refs
 from ttcli.savers.serde import Serializer
 from ttcli.uuid6 import bytes_text, canonical_bytes
 
@@ -273,7 +273,7 @@ def state_refs(stored: Any) -> list[int]:
         entries += [write[1] for write in writes or () if len(write) == 2]
     except (TypeError, ValueError, AttributeError):
         raise CorruptValueError("a stored checkpoint state is not of ttcli's shape") from None
-    return [key for entry in entries for key in entry_refs(entry)]
+    return entries_refs(entries)
 
 
 def pending_refs(stored: Any) -> list[int]:
@@ -286,4 +286,4 @@ def pending_refs(stored: Any) -> list[int]:
         entries = [entry for _path, writes in stored.values() for _idx, _channel, entry in writes]
     except (TypeError, ValueError, AttributeError):
         raise CorruptValueError("stored pending writes are not of ttcli's shape") from None
-    return [key for entry in entries for key in entry_refs(entry)]
+    return entries_refs(entries)

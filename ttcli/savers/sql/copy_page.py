@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from ttcli.errors import StorageError
 from ttcli.savers import serde
-from ttcli.savers.blobs import entry_refs
+from ttcli.savers.blobs import entries_refs, entry_refs
 from ttcli.savers.records import State, pending_refs, state_refs, unpack_parent
 from ttcli.savers.sql import statements as sql
 from ttcli.savers.sql.db import Db, scalar
@@ -209,7 +209,7 @@ class Page:
             raise StorageError(f"checkpoint '{uuid.UUID(bytes=checkpoint_id)}' vanished")
         entries = [e[1] for e in resolved.channels.values() if len(e) == 2]
         entries += [e for _node, e in resolved.writes or ()]
-        self._copy_blobs([key for entry in entries for key in entry_refs(entry)])
+        self._copy_blobs(entries_refs(entries))
         entry = self.c.entry
         return State(
             channels={n: [e[0], *map(entry, e[1:])] for n, e in resolved.channels.items()},
