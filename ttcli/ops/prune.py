@@ -221,22 +221,24 @@ class _Run:
         before their children; what is left between pages still reads whole), each page
         read in the transaction that deletes it: a row that commits late is either in it,
         and then archived and checked like any other, or left alone. Only the page is held
-        in memory. Blobs are collected once, with the last page (the first one short)."""
+        in memory. Blobs are collected once, in the last page's transaction: a page reads one
+        id more than it takes, to know whether it is the last."""
         config, since = ref.to_config(), None
         while True:
             with self.saver.batch():
-                page = self.saver.checkpoint_ids(
-                    config, below=plan.below, since=since, limit=BATCH_SIZE, oldest_first=True
+                found = self.saver.checkpoint_ids(
+                    config, below=plan.below, since=since, limit=BATCH_SIZE + 1, oldest_first=True
                 )
-                if not page and since is None:
+                if not found and since is None:
                     return  # nothing is left below the bound (another prune took it)
-                page.reverse()  # newest first, as the rest of a page's work takes it
+                last = len(found) <= BATCH_SIZE
+                page = found[:BATCH_SIZE][::-1]  # newest first, as a page's work takes it
                 doomed = self._doomed(ref, plan, page)
-                self.saver.delete_checkpoints(config, doomed, collect=len(page) < BATCH_SIZE)
+                self.saver.delete_checkpoints(config, doomed, collect=last)
             self.report.checkpoints += len(doomed)
             if self.progress is not None:
                 self.progress(self.report.checkpoints, self.total)
-            if len(page) < BATCH_SIZE:
+            if last:
                 return
             since = _after(page[0])
 
