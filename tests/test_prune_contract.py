@@ -329,6 +329,14 @@ def test_checkpoint_ids_read_a_range_of_ids_newest_first(saver: BaseSaver) -> No
     assert saver.checkpoint_ids(thread, below=ids[4], limit=2) == [ids[3], ids[2]]
     assert saver.count_checkpoints(thread, below=ids[2]) == 2
     assert saver.checkpoint_ids(config("nobody")) == []
+    # a prune's pages, oldest first: the range's oldest ids, and one more than a page holds
+    assert saver.checkpoint_ids(thread, oldest_first=True) == ids
+    assert saver.checkpoint_ids(thread, below=ids[4], since=ids[1], limit=2, oldest_first=True) == [
+        ids[1],
+        ids[2],
+    ]
+    assert saver.checkpoint_ids(thread, since=ids[3], limit=9, oldest_first=True) == ids[3:]
+    assert saver.checkpoint_ids(config("nobody"), oldest_first=True) == []
 
 
 def test_stored_pending_writes_of_a_page_are_what_get_writes_gives(saver: BaseSaver) -> None:

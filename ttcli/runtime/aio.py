@@ -2,16 +2,19 @@
 async nodes to the worker threads that run them.
 
 asyncio is imported here, when something async first needs it, and by no other module of the
-runtime: it made importing the runtime a third slower (~23 ms of 72), and a synchronous
-program or a command of the command line never uses it.
+runtime (nor by the saver, but for its `to_thread`, used here too): it made importing the
+runtime a third slower (~23 ms of 72), and a synchronous program or a command of the
+command line never needs it, unless a graph has async nodes.
 """
 
 from __future__ import annotations
 
 import contextvars
 import threading
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
-from typing import TYPE_CHECKING, Any, TypeVar
+from collections.abc import AsyncIterator, Awaitable, Iterator
+from typing import TYPE_CHECKING, TypeVar
+
+from ttcli.savers.base import to_thread
 
 if TYPE_CHECKING:
     import asyncio
@@ -43,13 +46,6 @@ async def in_thread(iterator: Iterator[T]) -> AsyncIterator[T]:
         close = getattr(iterator, "close", None)
         if close is not None:
             close()
-
-
-async def to_thread(function: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
-    """`function` called on a worker thread, awaited."""
-    import asyncio
-
-    return await asyncio.to_thread(function, *args, **kwargs)
 
 
 def run_awaitable(awaitable: Awaitable[T], loop: asyncio.AbstractEventLoop | None) -> T:

@@ -10,7 +10,7 @@ from ttcli.errors import ConfigError
 from ttcli.graph.constants import INTERRUPT
 from ttcli.graph.state import schema_types
 from ttcli.runtime import history, update
-from ttcli.runtime.aio import in_thread, running_loop, to_thread
+from ttcli.runtime.aio import in_thread, running_loop
 from ttcli.runtime.commands import GraphInterrupt, current_scratchpad
 from ttcli.runtime.loop import Run
 from ttcli.runtime.plan import GraphPlan
@@ -18,7 +18,7 @@ from ttcli.runtime.settings import RunSettings, coerce_context
 from ttcli.runtime.store import BaseStore
 from ttcli.runtime.subgraphs import SUBGRAPH, node_names, subgraph_input
 from ttcli.runtime.types import StateSnapshot
-from ttcli.savers.base import BaseSaver
+from ttcli.savers.base import BaseSaver, to_thread
 
 if TYPE_CHECKING:
     import asyncio  # only named: see runtime/aio.py

@@ -372,7 +372,7 @@ class BaseSaver(ABC):
     # async backend overrides them.
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
-        return await _in_thread(self.get_tuple, config)
+        return await to_thread(self.get_tuple, config)
 
     async def alist(
         self, config: RunnableConfig | None, **options: Any
@@ -380,17 +380,17 @@ class BaseSaver(ABC):
         def page() -> builtins.list[CheckpointTuple]:
             return builtins.list(self.list(config, **options))
 
-        for found in await _in_thread(page):
+        for found in await to_thread(page):
             yield found
 
     async def aput(self, *args: Any, **kwargs: Any) -> RunnableConfig:
-        return await _in_thread(self.put, *args, **kwargs)
+        return await to_thread(self.put, *args, **kwargs)
 
     async def aput_writes(self, *args: Any, **kwargs: Any) -> None:
-        await _in_thread(self.put_writes, *args, **kwargs)
+        await to_thread(self.put_writes, *args, **kwargs)
 
     async def adelete_thread(self, thread_id: str) -> None:
-        await _in_thread(self.delete_thread, thread_id)
+        await to_thread(self.delete_thread, thread_id)
 
     def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         """Copy every checkpoint of a thread (all namespaces), with ids, metadata, parents and
@@ -427,7 +427,7 @@ RESUME = "__resume__"
 WRITES_IDX_MAP = {"__error__": -1, "__scheduled__": -2, "__interrupt__": -3, RESUME: -4}
 
 
-async def _in_thread(function: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+async def to_thread(function: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
     """`asyncio.to_thread`, imported when first used: asyncio costs every command-line start
     ~20 ms, and only async callers need it."""
     import asyncio

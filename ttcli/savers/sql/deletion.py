@@ -16,7 +16,7 @@ from typing import Any
 from ttcli.configs import CheckpointRef
 from ttcli.errors import CorruptValueError
 from ttcli.savers import serde
-from ttcli.savers.blobs import BlobStore, entry_refs
+from ttcli.savers.blobs import BlobStore, entries_refs
 from ttcli.savers.records import (
     VerbatimNames,
     decode_pending,
@@ -224,9 +224,8 @@ class Deletion(OnParts):
             if unpack_parent(child, stored_parent) in doomed and child not in doomed:
                 state = self.stored_states.resolve(conn, thread_key, child)
                 assert state is not None
-                for _path, writes in decode_pending(moved, self.stored_names).values():
-                    for _channel, entry in writes.values():
-                        freed.update(entry_refs(entry))
+                tasks = decode_pending(moved, self.stored_names).values()
+                freed.update(entries_refs(e for _, w in tasks for _, e in w.values()))
                 conn.execute(
                     "UPDATE checkpoints SET state = ?, parent_writes = NULL "
                     "WHERE thread_key = ? AND checkpoint_id = ?",

@@ -26,6 +26,15 @@ from ttcli.uuid6 import id_micros
 _ABOVE_ALL = b"\xff" * 17
 #: a LIMIT that takes every row (both databases read NULL and negative limits differently)
 _NO_LIMIT = 2**62
+#: a thread's ids in a range of them, newest first or oldest first (plain bounds, never
+#: `:below IS NULL OR ...`, so that the primary key's range is read and nothing above or
+#: below it)
+_IDS = (
+    "SELECT checkpoint_id FROM checkpoints WHERE thread_key = :thread_key "
+    "AND checkpoint_id < :below AND checkpoint_id >= :since ORDER BY checkpoint_id "
+)
+_IDS_NEWEST_FIRST = _IDS + "DESC LIMIT :limit"
+_IDS_OLDEST_FIRST = _IDS + "ASC LIMIT :limit"
 
 
 class Rows:
@@ -153,12 +162,8 @@ class Rows:
     ) -> list[str]:
         """Ids newest first (or `oldest_first`), below `below` and from `since` on, at most
         `limit`."""
-        # plain bounds (never `:below IS NULL OR ...`), so that the primary key's range is
-        # read and nothing above or below it
         rows = conn.execute(
-            "SELECT checkpoint_id FROM checkpoints WHERE thread_key = :thread_key "
-            "AND checkpoint_id < :below AND checkpoint_id >= :since "
-            f"ORDER BY checkpoint_id {'ASC' if oldest_first else 'DESC'} LIMIT :limit",
+            _IDS_OLDEST_FIRST if oldest_first else _IDS_NEWEST_FIRST,
             {
                 "thread_key": self.thread_key(conn, ref),
                 "below": _ABOVE_ALL if below is None else below,
