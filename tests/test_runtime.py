@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any, TypedDict
 
+import pydantic
 import pytest
 
 import ttcli
@@ -200,21 +201,34 @@ class DataState:
     notes: list[str] = field(default_factory=list)
 
 
-def test_dataclass_state_reaches_nodes_as_an_instance(saver: BaseSaver) -> None:
+class ModelState(pydantic.BaseModel):
+    count: int
+    notes: list[str] = []
+
+
+@pytest.mark.parametrize("schema", [DataState, ModelState])
+def test_a_class_state_reaches_nodes_and_branches_as_an_instance(
+    saver: BaseSaver, schema: Any
+) -> None:
     seen: list[Any] = []
 
-    def bump(state: DataState) -> dict[str, Any]:
+    def bump(state: Any) -> dict[str, Any]:
         seen.append(state)
         return {"count": state.count + 1}
 
-    builder = StateGraph(DataState)
+    def route(state: Any) -> str:
+        seen.append(state)  # the branch sees its node's write applied
+        return END
+
+    builder = StateGraph(schema)
     builder.add_node("bump", bump)
     builder.add_edge(START, "bump")
+    builder.add_conditional_edges("bump", route)
     app = builder.compile(checkpointer=saver)
     # as in LangGraph: an instance input writes every field, a dict input only its keys
-    assert app.invoke(DataState(count=1), cfg()) == {"count": 2, "notes": []}
+    assert app.invoke(schema(count=1), cfg()) == {"count": 2, "notes": []}
     assert app.invoke({"count": 5}, cfg("dict")) == {"count": 6}
-    assert seen == [DataState(count=1), DataState(count=5)]
+    assert seen == [schema(count=1), schema(count=2), schema(count=5), schema(count=6)]
     assert app.get_state(cfg()).values == {"count": 2, "notes": []}
 
 

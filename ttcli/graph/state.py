@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import functools
 import inspect
-from collections.abc import Callable, Mapping
-from typing import Annotated, Any, get_args, get_origin, get_type_hints
+from collections.abc import Callable, Hashable, Mapping
+from typing import Annotated, Any, cast, get_args, get_origin, get_type_hints
 
 from ttcli.errors import GraphDefinitionError, InvalidUpdateError
 from ttcli.graph.channels import Channel, LastValue, ReducerChannel
@@ -97,7 +98,7 @@ def read_input(schema: type[Any], value: Any, keys: Mapping[str, Channel]) -> di
         found = {
             f.name: getattr(value, f.name) for f in dataclasses.fields(value) if f.name in keys
         }
-    elif hasattr(value, "model_fields"):  # pydantic model instance
+    elif hasattr(type(value), "model_fields"):  # a pydantic model (read on its class: v2.11+)
         found = {key: getattr(value, key) for key in type(value).model_fields if key in keys}
     else:
         raise InvalidUpdateError(f"Expected dict, got {value!r}")
@@ -110,9 +111,17 @@ def read_input(schema: type[Any], value: Any, keys: Mapping[str, Channel]) -> di
 
 def build_state(schema: type[Any], values: dict[str, Any]) -> Any:
     """What a node receives: a dict for TypedDict schemas, an instance for classes."""
-    if dataclasses.is_dataclass(schema) or hasattr(schema, "model_fields"):
+    if _is_class_schema(cast(Hashable, schema)):  # a class: hashable, whatever mypy says
         return schema(**values)
     return dict(values)
+
+
+@functools.lru_cache(maxsize=256)
+def _is_class_schema(schema: Hashable) -> bool:
+    """Whether a schema's state is an instance of it (a dataclass or a pydantic model).
+    Remembered: a superstep asks twice, and each failed attribute lookup on a TypedDict's
+    class formats an AttributeError (~3% of the runtime's work in a counter loop)."""
+    return dataclasses.is_dataclass(schema) or hasattr(schema, "model_fields")
 
 
 def schema_types(schema: type[Any]) -> set[type]:
