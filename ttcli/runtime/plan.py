@@ -25,7 +25,7 @@ from ttcli.graph.channels import (
     Topic,
 )
 from ttcli.graph.constants import END, START, TASKS, branch_channel, join_channel
-from ttcli.graph.state import build_state, read_input, schema_channels
+from ttcli.graph.state import read_input, schema_channels, state_builder
 from ttcli.runtime.commands import Command, ParentCommand, Send
 from ttcli.runtime.nodes import NodeCall, node_call, resolve, takes_config
 from ttcli.runtime.subgraphs import find_subgraph
@@ -71,7 +71,11 @@ class GraphPlan:
         self.node_keys = {
             name: tuple(schema_channels(schema)) for name, schema in builder.node_schemas.items()
         }
-        self.node_schemas = dict(builder.node_schemas)
+        #: makes the state a node reads from its keys' values, by node (None: the state's)
+        self.node_states = {
+            name: state_builder(schema) for name, schema in builder.node_schemas.items()
+        }
+        self.build_state = state_builder(self.schema)
         self.channels: dict[str, Channel] = dict(builder.channels)
         self.channels[START] = EphemeralValue(START)
         self.channels[TASKS] = Topic(TASKS)
@@ -135,10 +139,10 @@ class GraphPlan:
 
     def node_input(self, name: str, channels: Mapping[str, Channel]) -> Any:
         """What node `name` reads: its own schema's keys, or the state."""
-        schema = self.node_schemas.get(name)
-        if schema is None:
-            return build_state(self.schema, self.values(channels))
-        return build_state(schema, self.read(channels, self.node_keys[name]))
+        build = self.node_states.get(name)
+        if build is None:
+            return self.build_state(self.values(channels))
+        return build(self.read(channels, self.node_keys[name]))
 
     def node_writes(
         self,
@@ -207,7 +211,7 @@ class GraphPlan:
             channel = written[key] if key in written else channels[key]
             if channel.is_available():
                 values[key] = channel.get() if key in written else copy.copy(channel.get())
-        return build_state(self.schema, values)
+        return self.build_state(values)
 
     def _branch_writes(
         self,
