@@ -12,12 +12,13 @@ import threading
 from collections.abc import Callable
 from contextlib import closing
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
 from tests import graphs
-from tests.clitools import Target, ttcli
+from tests.clitools import Target, data, ttcli
 from tests.conftest import SAVERS, NewDb
 from tests.oracle import TTCLI, cfg, history_of, plain, ttcli_api
 from tests.test_subgraphs import inner_graph, outer_graph, thread_view
@@ -140,6 +141,30 @@ def test_async_stores_the_history_sync_does(
 ) -> None:
     api = ttcli_api(backend, tmp_path)
     assert scenario(api, "async") == scenario(api, "sync")
+
+
+def test_grouped_async_saves_keep_each_threads_count(new_db: NewDb) -> None:
+    """A committer commits several supersteps, of a run and of its subgraphs' threads, in
+    one transaction: each thread's kept count is its history's length when the run ends."""
+    db = new_db("counts.db")
+    with closing(open_saver(db)) as saver:
+        app = with_subgraph(SimpleNamespace(**{**vars(TTCLI), "Saver": lambda: saver}))
+        app.invoke({"log": []}, cfg(), durability="async")
+        app.invoke(Command(resume="A"), cfg(), durability="async")
+        loop = graphs.counter_loop(TTCLI, until=60).compile(checkpointer=saver)
+        loop.invoke({"n": 0, "trail": []}, cfg("loop"), durability="async")
+        lengths = {}
+        for graph, thread in ((app, "t"), (loop, "loop")):
+            history = list(graph.get_state_history(cfg(thread)))
+            lengths[(thread, "")] = len(history)
+            for task in (task for snap in history for task in snap.tasks if task.state):
+                namespace = task.state["configurable"]["checkpoint_ns"]
+                lengths[(thread, namespace)] = len(list(graph.get_state_history(task.state)))
+    verified = ttcli(db, "verify")
+    assert verified.exit_code == 0, verified.output
+    threads = data(ttcli(db, "threads", "--json"))
+    assert {(t["thread_id"], t["checkpoint_ns"]): t["checkpoints"] for t in threads} == lengths
+    assert len(lengths) == 3 and lengths[("loop", "")] == 62
 
 
 def seen_elsewhere(db: Target, graph: Callable[[Any], Any], thread: str) -> Any:

@@ -287,7 +287,10 @@ class _Batch:
 
     def __init__(self, transactions: Transactions[Any]) -> None:
         self.transactions = transactions
-        self.block = _Write(transactions, keep_held=False)
+        # a batch nested in another writes nothing when it begins: what the parts hold back
+        # (pending writes, counts) is written by the statement that needs it, or at the end
+        # (a committer's group of supersteps, each a batch: one count update, not one each)
+        self.block = _Write(transactions, keep_held=True)
 
     def __enter__(self) -> None:
         self.conn = self.block.__enter__()
