@@ -554,6 +554,31 @@ def test_a_full_disk_inside_a_batch_leaves_the_file_as_it_was(db_path: Path) -> 
         assert reader.integrity_problems() == []
 
 
+def test_a_full_disk_when_a_read_in_a_batch_writes_held_pending_writes_stores_nothing(
+    db_path: Path,
+) -> None:
+    """A read inside a batch first writes the pending writes held back; if that fails and the
+    caller goes on, the batch must not commit the checkpoint without them."""
+    from tests.test_saver_contract import make_checkpoint
+
+    with SqliteSaver.from_conn_string(db_path) as saver:
+        (head,) = put_chain(saver, steps=1)
+        with pytest.raises(StorageError):
+            with saver.batch():
+                child = make_checkpoint(1, n=2)
+                saver.put(config("t", head), child, {"source": "loop", "step": 1}, {"n": 3})
+                at = config("t", child["id"])
+                saver.put_writes(at, [(f"c{i}", i) for i in range(5000)], "task-1", "~p")  # held
+                (pages,) = saver.conn.execute("PRAGMA page_count").fetchone()
+                saver.conn.execute(f"PRAGMA max_page_count = {pages}")  # the disk is full
+                with pytest.raises(StorageError):
+                    saver.get_tuple(at)
+                saver.conn.execute("PRAGMA max_page_count = 1073741823")
+    with SqliteSaver.from_conn_string(db_path) as reader:
+        assert [t.checkpoint["id"] for t in reader.list(config())] == [head]
+        assert reader.integrity_problems() == []
+
+
 @pytest.mark.parametrize(("before", "after"), [(1, True), (True, 1), (0, False), (1, 1.0)])
 def test_a_field_changed_to_an_equal_value_of_another_type_is_stored_as_it_is(
     db_path: Path, before: Any, after: Any

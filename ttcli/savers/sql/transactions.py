@@ -220,8 +220,8 @@ class Transactions(ABC, Generic[DbT]):
         if flush:
             try:
                 self.flush(self.conn)
-            except BaseException as exc:
-                self._batch_failed(exc, writing=writing)
+            except BaseException as exc:  # what was held is dropped: the batch is incomplete
+                self._batch_failed(exc, writing=True)
         return self.conn
 
     def _batch_failed(self, exc: BaseException, *, writing: bool) -> NoReturn:
