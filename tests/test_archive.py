@@ -223,6 +223,23 @@ def test_the_newest_archived_checkpoint_keeps_earlier_and_later_writes(
             assert target.child_ids(config("t", root)) == [head]
 
 
+def test_an_archive_whose_server_does_not_wait_for_its_disk_archives_as_any_other(
+    new_db: NewDb,
+) -> None:
+    """With synchronous_commit=off (here the archive connections' own setting) a crash of the
+    archive's server could lose copies whose live rows are gone: the archive's commits ask
+    for the disk all the same (this checks that archiving works so; the syncs on SQLite are
+    watched in test_prune_crash)."""
+    import psycopg
+
+    archive = new_dsn().replace("options=", "options=-csynchronous_commit%3Doff%20", 1)
+    with psycopg.connect(archive) as conn:
+        assert conn.execute("SHOW synchronous_commit").fetchone() == ("off",)
+    with closing(open_saver(new_db("live.db"))) as saver:
+        busy_file(saver)
+        check_archive(saver, archive, keep=(3, 1))
+
+
 def test_a_database_is_never_archived_into_itself(new_db: NewDb) -> None:
     db = new_db("live.db")
     with closing(open_saver(db)) as saver:

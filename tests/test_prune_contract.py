@@ -127,8 +127,8 @@ class AfterFirstBatch(SqlSaver):
     after: Callable[[], None] | None = None
 
     @contextmanager
-    def batch(self) -> Iterator[None]:
-        with super().batch():
+    def batch(self, *, durable: bool = False) -> Iterator[None]:
+        with super().batch(durable=durable):
             yield
         if self.after is not None and not self.connection.in_batch:  # committed
             hook, self.after = self.after, None

@@ -6,12 +6,21 @@ archive gains pending writes before the prune that deletes it runs again. After 
 both files pass `PRAGMA integrity_check` and every checkpoint the live file held before the
 run is still there reading the same, or is in the archive reading the same; a run left alone
 finishes, and a last run finds nothing more to do.
+
+A power cut loses what the operating system had not written to the disk yet: the archive's
+copies must be on the disk before the live file's deletion is written.
 """
 
 from __future__ import annotations
 
+import os
 import random
+import re
+import shutil
+import subprocess
+import sys
 from contextlib import closing
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -19,7 +28,7 @@ import pytest
 from tests import graphs
 from tests.clitools import Target
 from tests.conftest import NewDb, exists
-from tests.test_crash import KILLED, Content, contents, integrity, worker
+from tests.test_crash import KILLED, ROOT, Content, contents, integrity, worker
 from tests.test_prune import boundary
 from tests.workers import INPUT, loop_graph
 from ttcli import END, START, Command, StateGraph, interrupt
@@ -87,3 +96,43 @@ def test_a_killed_archive_prune_loses_nothing_and_a_rerun_finishes(
     again = worker("cli", "0", *prune)
     assert (again.returncode, again.stderr) == (0, "")
     assert all(id_time(checkpoint_id) >= bound for _, checkpoint_id in contents(db))
+
+
+#: a write or a sync of a file, as `strace -y` prints it: the call and the file's path
+SYSCALL = re.compile(r"\b(pwrite64|write|fdatasync|fsync)\(\d+<([^>]*)>")
+
+
+def test_the_archive_is_on_the_disk_before_the_live_file_is_written(tmp_path: Path) -> None:
+    """Watches the syscalls of `prune --archive` between two SQLite files: no write of the
+    live file's WAL (a page's deletion committing) may come while the archive's WAL holds
+    writes not synced yet (with synchronous=NORMAL, a commit is not synced)."""
+    strace = shutil.which("strace")
+    if strace is None:
+        if os.environ.get("CI"):
+            pytest.fail("CI is set, so the sync test must run: install strace")
+        pytest.skip("strace is not installed: cannot watch the syncs (apt install strace)")
+    db, archive = tmp_path / "live.db", tmp_path / "archive.db"
+    build(db)
+    before = contents(db)
+    trace = tmp_path / "trace"
+    done = subprocess.run(
+        [strace, "-f", "-y", "-qq", "-o", str(trace), "-e", "trace=pwrite64,write,fdatasync,fsync"]
+        + [sys.executable, "-m", "ttcli", "--db", str(db), "prune", "--archive", str(archive)]
+        + ["--older-than", boundary().isoformat(), "--keep-last", "0", "--yes"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    live_wal, archive_wal = (os.path.realpath(f"{path}-wal") for path in (db, archive))
+    unsynced, archived, deleted = False, 0, 0
+    for call, path in SYSCALL.findall(trace.read_text()):
+        if path == archive_wal:
+            unsynced = call in ("pwrite64", "write")
+            archived += unsynced
+        elif path == live_wal and call in ("pwrite64", "write"):
+            assert not unsynced, "the live file deleted rows whose copies were not on the disk"
+            deleted += 1
+    assert archived and deleted  # both files were written while watched
+    assert contents(archive) == before and contents(db) == {}

@@ -516,6 +516,28 @@ def test_a_batch_in_which_a_write_failed_stores_nothing_even_if_it_caught_the_er
     assert saver.get_writes(config("t", head)) == [("task-3", "p", "log", ["after"])]
 
 
+def test_a_durable_batch_stores_its_writes_and_never_nests_in_one_that_is_not(
+    saver: BaseSaver,
+) -> None:
+    """A durable batch's commit decides that its writes are on the disk: inside a batch that
+    is not durable, the outer commit would decide, so it is refused (and the outer goes on)."""
+    (head,) = put_chain(saver, steps=1)
+    with saver.batch(durable=True):
+        saver.put_writes(config("t", head), [("log", ["a"])], "task-1", "p")
+        with saver.batch(durable=True):
+            saver.put_writes(config("t", head), [("log", ["b"])], "task-2", "p")
+    with saver.batch():
+        with pytest.raises(StorageError, match="a durable batch .*inside one that is not"):
+            with saver.batch(durable=True):
+                saver.put_writes(config("t", head), [("log", ["never"])], "task-3", "p")
+        saver.put_writes(config("t", head), [("log", ["c"])], "task-4", "p")
+    assert [write[0] for write in saver.get_writes(config("t", head))] == [
+        "task-1",
+        "task-2",
+        "task-4",
+    ]
+
+
 @pytest.mark.parametrize("delete", ["checkpoints", "thread"])
 def test_deletes_in_a_batch_that_fails_are_undone(saver: BaseSaver, delete: str) -> None:
     ids = put_chain(saver, steps=3)

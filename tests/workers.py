@@ -125,10 +125,10 @@ class Logging(SqlSaver):
                                   "task": task_id, "writes": pairs}))  # fmt: skip
 
     @contextmanager
-    def batch(self) -> Iterator[None]:
+    def batch(self, *, durable: bool = False) -> Iterator[None]:
         self.depth += 1
         try:
-            with super().batch():
+            with super().batch(durable=durable):
                 yield
         except BaseException:
             self.lines.clear()  # rolled back

@@ -53,7 +53,8 @@ from ttcli.savers.sqlite.saver import same_file
     "--archive",
     metavar="PATH",
     help="First copy what goes into the ttcli database at PATH (a file, or a "
-    "postgresql:// DSN; not :memory: nor a file: URI), and check it.",
+    "postgresql:// DSN; not :memory: nor a file: URI), and check it; each page is on "
+    "the disk there before its rows are deleted here.",
 )
 @click.option("--yes", is_flag=True, help="Delete. Without it, print the plan and change nothing.")
 @click.option(

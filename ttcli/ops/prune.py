@@ -264,7 +264,7 @@ class _Run:
         return those it now holds exactly as the live file does (called in the live file's
         write transaction, so they cannot change before they are deleted)."""
         earlier = set(_present(archive, ref, checkpoint_ids))
-        with archive.batch():
+        with archive.batch(durable=True):  # on the disk before the live rows go
             self.report.archived += _copy_page(self.saver, ref, checkpoint_ids, archive)
         now = set(_present(archive, ref, checkpoint_ids))
         verified = set(self._verified(ref, [i for i in checkpoint_ids if i in earlier], archive))
@@ -339,7 +339,7 @@ def _refresh(
     decoded and encoded again, which could change what it decodes to elsewhere."""
     present = _present(archive, ref, checkpoint_ids)
     below = _after(checkpoint_ids[0])
-    with archive.batch():
+    with archive.batch(durable=True):
         if present:
             archive.delete_checkpoints(ref.to_config(), present)
         if below is None or saver.copy_rows(ref.to_config(), below, archive) is None:

@@ -256,9 +256,11 @@ class BaseSaver(ABC):
     def list_threads(self, prefix: str = "") -> Iterator[ThreadSummary]:
         """Every thread (per namespace) whose id starts with `prefix`, ordered by id."""
 
-    def batch(self) -> AbstractContextManager[None]:
+    def batch(self, *, durable: bool = False) -> AbstractContextManager[None]:
         """Group the writes of a block into one transaction where the saver has them (all
-        commit or none); archiving uses it to commit once per batch, not per checkpoint."""
+        commit or none); archiving uses it to commit once per batch, not per checkpoint.
+        A durable batch is on the disk when the block returns, so it survives a power cut:
+        an archive's copies, before the live rows go."""
         return nullcontext()
 
     def batch_held(self) -> bool:

@@ -69,16 +69,25 @@ class InMemorySaver(BaseSaver):
         self._batch_owner: int | None = None
         #: a write of the batch failed: nothing of it is kept (as the SQL savers do)
         self._failed = False
+        #: the batch in progress was begun durable (a durable one may nest in it)
+        self._durable = False
 
     @contextmanager
-    def batch(self) -> Iterator[None]:
+    def batch(self, *, durable: bool = False) -> Iterator[None]:
         """All of the block's writes, or none of them if the block raises or one of them
-        failed, even if the block caught it (as the SQL savers' transaction)."""
+        failed, even if the block caught it (as the SQL savers' transaction). Nothing here
+        outlives the process, durable or not."""
         with self._lock:
             if self._undo is not None:  # part of the batch around it
+                if durable and not self._durable:  # refused as the SQL savers refuse it
+                    raise StorageError(
+                        "a durable batch began inside one that is not: begin the outer "
+                        "batch with durable=True"
+                    )
                 yield
                 return
             self._undo, self._batch_owner = [], threading.get_ident()
+            self._durable = durable
             try:
                 yield
                 if self._failed:
@@ -91,6 +100,7 @@ class InMemorySaver(BaseSaver):
                 raise
             finally:
                 self._undo, self._batch_owner, self._failed = None, None, False
+                self._durable = False
 
     @contextmanager
     def _write(self) -> Iterator[None]:

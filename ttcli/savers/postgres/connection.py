@@ -47,6 +47,12 @@ _DELETED = "UPDATE ttcli_meta SET deletions = deletions + 1 RETURNING deletions"
 #: ttcli's tables too (their oid), since advisory locks are the whole database's and another
 #: schema of it may hold ttcli's tables as well (an archive)
 _CLAIM = "SELECT pg_advisory_xact_lock(hashtextextended(?, 'threads'::regclass::oid::bigint))"
+#: a durable transaction's commit waits for the server's disk where the server or the role
+#: says not to (synchronous_commit = off); a stronger setting (replicas) is left as it is
+_DURABLE = """
+SELECT set_config('synchronous_commit', 'local', true)
+WHERE current_setting('synchronous_commit') = 'off'
+"""
 #: which server (its start time), database and `threads` table the tables are: the same
 #: however the DSN reaches them (a Unix socket has no port, a schema several spellings)
 _IDENTITY = """
@@ -200,7 +206,7 @@ class PgConnection(Transactions[PgDb]):
         """Whether both hold the same tables, however their DSNs name them."""
         return bool(self.identity == other.identity)
 
-    def _begin(self, *, writing: bool) -> None:
+    def _begin(self, *, writing: bool, durable: bool = False) -> None:
         if self.conn.conn is not None:
             raise StorageError("a transaction began inside another (a bug in ttcli)")
         conn = self.conn.conn = self.pool.getconn()
@@ -211,6 +217,8 @@ class PgConnection(Transactions[PgDb]):
         # database's default isolation; a read is one snapshot, from its first statement on
         if writing:
             conn.execute("BEGIN ISOLATION LEVEL READ COMMITTED")
+            if durable:  # every setting but off flushes the commit to the server's disk
+                conn.execute(_DURABLE)
         else:
             conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY")
             self._look(scalar(self.conn, _DELETIONS))

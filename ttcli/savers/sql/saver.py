@@ -116,8 +116,8 @@ class SqlSaver(BaseSaver):
     def close(self) -> None:
         self.connection.close()
 
-    def batch(self) -> Any:
-        return self.connection.batch()
+    def batch(self, *, durable: bool = False) -> Any:
+        return self.connection.batch(durable=durable)
 
     def batch_held(self) -> bool:
         return self.connection.batch_held()

@@ -69,13 +69,16 @@ class Transactions(ABC, Generic[DbT]):
         self.on_batch_end: list[Hook] = []
         #: in a write transaction (or a batch): `claim` a thread before touching it
         self.writing = False
+        #: the write transaction's commit reaches the disk before it returns (`batch`)
+        self.durable = False
 
     # -- what a backend provides
 
     @abstractmethod
-    def _begin(self, *, writing: bool) -> None:
+    def _begin(self, *, writing: bool, durable: bool = False) -> None:
         """Begin a transaction (writing, where a write locks the whole database: wait for the
-        other writers, at most the timeout)."""
+        other writers, at most the timeout); a durable one's commit is on the disk when it
+        returns, whatever the database's settings say."""
 
     @abstractmethod
     def _end(self, *, commit: bool) -> None:
@@ -126,27 +129,29 @@ class Transactions(ABC, Generic[DbT]):
         for hook in self.on_flush:
             hook(conn)
 
-    def batch(self) -> AbstractContextManager[None]:
+    def batch(self, *, durable: bool = False) -> AbstractContextManager[None]:
         """One transaction for every write in the block (one commit instead of one each).
 
         All of it commits or none: if a write in the block raises, nothing of the block is
-        stored, even if the block caught the error (it ends with a StorageError).
+        stored, even if the block caught the error (it ends with a StorageError). A durable
+        batch is on the disk when it returns: it survives a power cut, not only the death of
+        the process. It cannot nest in a batch that is not durable, whose commit decides.
         """
-        return _Batch(self)
+        return _Batch(self, durable)
 
     def write(self, *, keep_held: bool = False) -> AbstractContextManager[DbT]:
         """One write transaction: all of it commits, or none of it. Inside a batch, held
         writes are written first unless the caller takes them (`keep_held`)."""
         return _Write(self, keep_held)
 
-    def _open_write(self) -> None:
+    def _open_write(self, *, durable: bool = False) -> None:
         """Begin a write transaction of its own (the caller holds the lock)."""
         if self.readonly:
             raise StorageError(
                 f"{self.path} was opened for reading only: open it without readonly to write"
             )
-        self._guarded_begin(writing=True)
-        self.writing = True
+        self._guarded_begin(writing=True, durable=durable)
+        self.writing, self.durable = True, durable
         try:
             self.notice_others()
         except BaseException as exc:
@@ -167,7 +172,7 @@ class Transactions(ABC, Generic[DbT]):
                 return self._roll_back(failure) or failure
             return None
         finally:
-            self.writing = False
+            self.writing = self.durable = False
 
     def _roll_back(self, exc: BaseException) -> TtcliError | None:
         """Roll back after `exc`; returns the ttcli error it means, if a driver raised it."""
@@ -197,9 +202,9 @@ class Transactions(ABC, Generic[DbT]):
             finally:
                 self._end(commit=True)
 
-    def _guarded_begin(self, *, writing: bool) -> None:
+    def _guarded_begin(self, *, writing: bool, durable: bool = False) -> None:
         try:
-            self._begin(writing=writing)
+            self._begin(writing=writing, durable=durable)
         except BaseException as exc:
             self._end(commit=False)
             if (mapped := self.error(exc)) is None:
@@ -248,19 +253,27 @@ class Transactions(ABC, Generic[DbT]):
 class _Write(Generic[DbT]):
     """`Transactions.write()`. A class, not a generator: it runs for every put of a superstep."""
 
-    __slots__ = ("batched", "keep_held", "transactions")
+    __slots__ = ("batched", "durable", "keep_held", "transactions")
 
-    def __init__(self, transactions: Transactions[DbT], keep_held: bool) -> None:
+    def __init__(
+        self, transactions: Transactions[DbT], keep_held: bool, durable: bool = False
+    ) -> None:
         self.transactions, self.keep_held, self.batched = transactions, keep_held, False
+        self.durable = durable
 
     def __enter__(self) -> DbT:
         transactions = self.transactions
         transactions.lock.acquire()
         try:
             if transactions.depth:  # a statement of the batch's transaction
+                if self.durable and not transactions.durable:
+                    raise StorageError(
+                        f"a durable batch on {transactions.path} began inside one that is "
+                        "not: begin the outer batch with durable=True"
+                    )
                 self.batched = True
                 return transactions._in_batch(flush=not self.keep_held, writing=True)
-            transactions._open_write()
+            transactions._open_write(durable=self.durable)
             return transactions.conn
         except BaseException:
             transactions.lock.release()
@@ -285,12 +298,12 @@ class _Batch:
 
     __slots__ = ("block", "conn", "transactions")
 
-    def __init__(self, transactions: Transactions[Any]) -> None:
+    def __init__(self, transactions: Transactions[Any], durable: bool) -> None:
         self.transactions = transactions
         # a batch nested in another writes nothing when it begins: what the parts hold back
         # (pending writes, counts) is written by the statement that needs it, or at the end
         # (a committer's group of supersteps, each a batch: one count update, not one each)
-        self.block = _Write(transactions, keep_held=True)
+        self.block = _Write(transactions, keep_held=True, durable=durable)
 
     def __enter__(self) -> None:
         self.conn = self.block.__enter__()

@@ -32,6 +32,8 @@ class Connection(Transactions[sqlite3.Connection]):
         super().__init__(str(path), readonly=readonly)
         self.conn = connect(self.path, busy_timeout, readonly=readonly)
         self._data_version: int | None = None
+        #: `synchronous` is FULL for a durable transaction, to be set back when it ends
+        self._full_sync = False
         try:
             open_schema(self.conn, self.path, readonly=readonly)
             if not readonly and self.path != ":memory:":
@@ -59,12 +61,18 @@ class Connection(Transactions[sqlite3.Connection]):
             except sqlite3.Error as exc:
                 raise storage_error(exc, self.path) from None
 
-    def _begin(self, *, writing: bool) -> None:
+    def _begin(self, *, writing: bool, durable: bool = False) -> None:
+        if durable:  # the commit syncs the WAL; SQLite changes this outside a transaction only
+            self.conn.execute("PRAGMA synchronous = FULL")
+            self._full_sync = True
         self.conn.execute("BEGIN IMMEDIATE" if writing else "BEGIN")
 
     def _end(self, *, commit: bool) -> None:
         if self.conn.in_transaction:
             self.conn.execute("COMMIT" if commit else "ROLLBACK")
+        if self._full_sync:
+            self._full_sync = False
+            self.conn.execute("PRAGMA synchronous = NORMAL")
 
     def in_transaction(self) -> bool:
         return self.conn.in_transaction
