@@ -223,21 +223,49 @@ def test_the_newest_archived_checkpoint_keeps_earlier_and_later_writes(
             assert target.child_ids(config("t", root)) == [head]
 
 
-def test_an_archive_whose_server_does_not_wait_for_its_disk_archives_as_any_other(
+def test_stale_copies_are_archived_again_beside_the_children_the_archive_kept(
+    new_db: NewDb, archive_db: Target
+) -> None:
+    """A run copied every row and stopped before deleting any; since, every other checkpoint
+    gained pending writes. Copied again, such a row gets back the writes the live file keeps
+    in its child (which the archive kept as it was): the archive reads exactly as the live
+    file did (once, the check failed there and the prune could never finish)."""
+    with closing(open_saver(new_db("live.db"))) as saver:
+        busy_file(saver)
+        refs = [CheckpointRef(t.thread_id, t.checkpoint_ns) for t in saver.list_threads()]
+        with closing(open_saver(archive_db)) as target:
+            for ref in refs:
+                saver.copy_rows(ref.to_config(), "ffffffff-ffff-ffff-ffff-ffffffffffff", target)
+        for ref in refs:
+            for checkpoint_id in saver.checkpoint_ids(ref.to_config())[::2]:
+                at = ref.at(checkpoint_id).to_config()
+                saver.put_writes(at, [("late", checkpoint_id)], f"late-{checkpoint_id}", "p")
+        check_archive(saver, archive_db, keep=(0,))
+
+
+def test_an_archive_whose_server_does_not_wait_for_its_disk_waits_for_it_all_the_same(
     new_db: NewDb,
 ) -> None:
-    """With synchronous_commit=off (here the archive connections' own setting) a crash of the
-    archive's server could lose copies whose live rows are gone: the archive's commits ask
-    for the disk all the same (this checks that archiving works so; the syncs on SQLite are
-    watched in test_prune_crash)."""
+    """With synchronous_commit=off (here the archive connections' own setting) a commit
+    returns before it is on the server's disk, and a crash of the server could lose copies
+    whose live rows are gone: a durable batch returns once the server has flushed past it
+    (its WAL's flush position, read from another connection), and archiving works so."""
     import psycopg
 
     archive = new_dsn().replace("options=", "options=-csynchronous_commit%3Doff%20", 1)
-    with psycopg.connect(archive) as conn:
-        assert conn.execute("SHOW synchronous_commit").fetchone() == ("off",)
-    with closing(open_saver(new_db("live.db"))) as saver:
-        busy_file(saver)
-        check_archive(saver, archive, keep=(3, 1))
+    with psycopg.connect(archive, autocommit=True) as watch, closing(open_saver(archive)) as saver:
+        assert watch.execute("SHOW synchronous_commit").fetchone() == ("off",)
+        (head,) = put_chain(saver, "flushed", steps=1)
+        for task in range(5):
+            (before,) = watch.execute("SELECT pg_current_wal_insert_lsn()::text").fetchall()[0]
+            with saver.batch(durable=True):
+                saver.put_writes(config("flushed", head), [("log", [task])], f"task-{task}", "p")
+            flushed = "SELECT pg_current_wal_flush_lsn() > %s::pg_lsn"
+            assert watch.execute(flushed, (before,)).fetchone() == (True,), task
+        saver.delete_thread("flushed")  # the archive below starts empty
+    with closing(open_saver(new_db("live.db"))) as live:
+        busy_file(live)
+        check_archive(live, archive, keep=(3, 1))
 
 
 def test_a_database_is_never_archived_into_itself(new_db: NewDb) -> None:

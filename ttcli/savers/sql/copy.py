@@ -83,7 +83,7 @@ class RowCopy:
                     self.blobs = self.target.copied.blobs(self.source)
                     self.share_names(sconn, tconn)
                     page = Page(self, sconn, tconn, source_key, target_key, below)
-                    copied += page.copy(rows, last)
+                    copied += page.copy(rows)
                     unchecked = PageCheck(page).check(rows, unchecked)
                 self.target.connection.forget_rows()
             self.forget_old_blobs()

@@ -44,6 +44,11 @@ INSERT INTO writes (thread_key, checkpoint_id, tasks) VALUES (?, ?, ?)
 ON CONFLICT (thread_key, checkpoint_id) DO UPDATE SET tasks = excluded.tasks
 """
 
+_NEXT_ROW = """
+SELECT checkpoint_id, parent_id, parent_writes FROM checkpoints
+WHERE thread_key = ? AND checkpoint_id > ? ORDER BY checkpoint_id LIMIT 1
+"""
+
 _BLOBS = "SELECT blob_key, base_key, is_record, value FROM blobs WHERE blob_key IN ({marks})"
 
 
@@ -78,7 +83,7 @@ class Page:
         self.moved: dict[bytes, Any] = {}
         self.refs: dict[bytes, list[int]] = {}
 
-    def copy(self, rows: list[Any], last: bool) -> int:
+    def copy(self, rows: list[Any]) -> int:
         todo = self._read(rows)
         latest = self._latest()
         # rows newer than all the target holds (the usual case) are placed without asking it
@@ -118,8 +123,7 @@ class Page:
             self.copied.append(checkpoint_id)
         self.tconn.executemany(_INSERT, records)
         self.tconn.executemany(_BRANCH, branches)
-        if self.copied and last:
-            self._carry_last_writes(self.copied[-1])
+        self._carry_writes(rows)
         self.tconn.execute(
             "UPDATE threads SET checkpoints = checkpoints + ? WHERE thread_key = ?",
             (len(self.copied), self.target_key),
@@ -234,21 +238,29 @@ class Page:
         ).fetchone()
         return found is not None
 
-    def _carry_last_writes(self, checkpoint_id: bytes) -> None:
-        """The newest copied checkpoint's writes moved into its child, which stays behind:
-        in the target they go to `writes`."""
-        following = self.sconn.execute(
-            "SELECT checkpoint_id, parent_id, parent_writes FROM checkpoints "
-            "WHERE thread_key = ? AND checkpoint_id > ? ORDER BY checkpoint_id LIMIT 1",
-            (self.source_key, checkpoint_id),
-        ).fetchone()
-        if following is None or following[2] is None or following[0] < self.below:
-            return
-        if unpack_parent(following[0], following[1]) != checkpoint_id:
-            return
-        raw = self.serde.loads(following[2])
-        self._copy_blobs(list(pending_refs(raw)))
-        self._add_pending(checkpoint_id, self.c.pending(raw), replace=False)
+    def _carry_writes(self, rows: list[Any]) -> None:
+        """Copied checkpoints whose writes the source moved into a child not copied with
+        them, because the target has that child already (it kept it when an earlier copy of
+        the parent was deleted from it, for one) or it stays behind: in the target those
+        writes go to the parent's `writes`. A child of a later page is copied with them."""
+        copied = set(self.copied)
+        for index, row in enumerate(rows):
+            checkpoint_id = row[0]
+            if checkpoint_id not in copied:
+                continue
+            if index + 1 < len(rows):
+                child = (rows[index + 1][0], rows[index + 1][1], rows[index + 1][8])
+                if child[0] in copied:
+                    continue  # copied with it: `_parent_writes` placed them
+            else:
+                child = self.sconn.execute(_NEXT_ROW, (self.source_key, checkpoint_id)).fetchone()
+                if child is None or (child[0] < self.below and not self.in_target(child[0])):
+                    continue  # the next page copies it
+            if child[2] is None or unpack_parent(child[0], child[1]) != checkpoint_id:
+                continue
+            raw = self.serde.loads(child[2])
+            self._copy_blobs(list(pending_refs(raw)))
+            self._add_pending(checkpoint_id, self.c.pending(raw), replace=False)
 
     def _add_pending(
         self, checkpoint_id: bytes, translated: dict[Any, Any], *, replace: bool = True
