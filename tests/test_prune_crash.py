@@ -102,37 +102,88 @@ def test_a_killed_archive_prune_loses_nothing_and_a_rerun_finishes(
 SYSCALL = re.compile(r"\b(pwrite64|write|fdatasync|fsync)\(\d+<([^>]*)>")
 
 
-def test_the_archive_is_on_the_disk_before_the_live_file_is_written(tmp_path: Path) -> None:
-    """Watches the syscalls of `prune --archive` between two SQLite files: no write of the
-    live file's WAL (a page's deletion committing) may come while the archive's WAL holds
-    writes not synced yet (with synchronous=NORMAL, a commit is not synced)."""
+def file_syscalls(tmp_path: Path, argv: list[str]) -> list[tuple[str, str]]:
+    """The writes and syncs of files (call, path) of a process run from the project root."""
     strace = shutil.which("strace")
     if strace is None:
         if os.environ.get("CI"):
-            pytest.fail("CI is set, so the sync test must run: install strace")
+            pytest.fail("CI is set, so the sync tests must run: install strace")
         pytest.skip("strace is not installed: cannot watch the syncs (apt install strace)")
-    db, archive = tmp_path / "live.db", tmp_path / "archive.db"
-    build(db)
-    before = contents(db)
     trace = tmp_path / "trace"
     done = subprocess.run(
         [strace, "-f", "-y", "-qq", "-o", str(trace), "-e", "trace=pwrite64,write,fdatasync,fsync"]
-        + [sys.executable, "-m", "ttcli", "--db", str(db), "prune", "--archive", str(archive)]
-        + ["--older-than", boundary().isoformat(), "--keep-last", "0", "--yes"],
+        + [sys.executable, *argv],
         cwd=ROOT,
         capture_output=True,
         text=True,
         timeout=120,
     )
     assert done.returncode == 0, done.stderr
+    return SYSCALL.findall(trace.read_text())
+
+
+@pytest.mark.parametrize("archived", ["none", "some, gone stale"])
+def test_the_archive_is_on_the_disk_before_the_live_file_is_written(
+    tmp_path: Path, archived: str
+) -> None:
+    """Watches the syscalls of `prune --archive` between two SQLite files: no write of the
+    live file's WAL (a page's deletion committing) may come while the archive's WAL holds
+    writes not synced yet (with synchronous=NORMAL, a commit is not synced). Copies that an
+    earlier run left in the archive and that went stale since are copied again: so too."""
+    db, archive = tmp_path / "live.db", tmp_path / "archive.db"
+    build(db)
+    if archived != "none":
+        with closing(open_saver(db)) as saver, closing(open_saver(archive)) as target:
+            for thread in ("t0", "review"):
+                config = {"configurable": {"thread_id": thread}}
+                ids = saver.checkpoint_ids(config)
+                saver.copy_rows(config, "ffffffff-ffff-ffff-ffff-ffffffffffff", target)
+                for checkpoint_id in ids[::2]:  # pending writes the copies lack
+                    at = {"configurable": {"thread_id": thread, "checkpoint_id": checkpoint_id}}
+                    saver.put_writes(at, [("late", 1)], f"late-{checkpoint_id}", "p")
+    before = contents(db)
+    calls = file_syscalls(
+        tmp_path,
+        ["-m", "ttcli", "--db", str(db), "prune", "--archive", str(archive), "--keep-last", "0"]
+        + ["--older-than", boundary().isoformat(), "--yes"],
+    )
     live_wal, archive_wal = (os.path.realpath(f"{path}-wal") for path in (db, archive))
-    unsynced, archived, deleted = False, 0, 0
-    for call, path in SYSCALL.findall(trace.read_text()):
+    unsynced, archived_writes, deleted = False, 0, 0
+    for call, path in calls:
         if path == archive_wal:
             unsynced = call in ("pwrite64", "write")
-            archived += unsynced
+            archived_writes += unsynced
         elif path == live_wal and call in ("pwrite64", "write"):
             assert not unsynced, "the live file deleted rows whose copies were not on the disk"
             deleted += 1
-    assert archived and deleted  # both files were written while watched
+    assert archived_writes and deleted  # both files were written while watched
     assert contents(archive) == before and contents(db) == {}
+
+
+ORDINARY_AFTER_DURABLE = """
+import os, sys
+from tests.test_saver_contract import config, put_chain
+from ttcli.savers.sqlite import SqliteSaver
+saver = SqliteSaver(sys.argv[1])
+(head,) = put_chain(saver, steps=1)
+with saver.batch(durable=True):
+    saver.put_writes(config("t", head), [("log", ["durable"])], "task-0", "p")
+os.write(1, b"durable done")
+for task in range(1, 21):
+    saver.put_writes(config("t", head), [("log", [task])], f"task-{task}", "p")
+os.write(1, b"ordinary done")
+saver.close()
+"""
+
+
+def test_saves_after_a_durable_batch_are_not_synced_one_by_one(tmp_path: Path) -> None:
+    """A durable batch syncs its commit; the saves after it are back to synchronous=NORMAL
+    (a sync a commit would cost every superstep)."""
+    db = tmp_path / "app.db"
+    calls = file_syscalls(tmp_path, ["-c", ORDINARY_AFTER_DURABLE, str(db)])
+    wal = os.path.realpath(f"{db}-wal")
+    marks = [i for i, (call, path) in enumerate(calls) if path.startswith("pipe:")]
+    durable_done, ordinary_done = marks[:2]
+    syncs = [call in ("fdatasync", "fsync") and path == wal for call, path in calls]
+    assert sum(syncs[:durable_done]) >= 1  # the durable batch's commit
+    assert sum(syncs[durable_done:ordinary_done]) == 0  # 20 commits, none synced

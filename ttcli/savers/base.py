@@ -260,7 +260,8 @@ class BaseSaver(ABC):
         """Group the writes of a block into one transaction where the saver has them (all
         commit or none); archiving uses it to commit once per batch, not per checkpoint.
         A durable batch is on the disk when the block returns, so it survives a power cut:
-        an archive's copies, before the live rows go."""
+        an archive's copies, before the live rows go. (A saver without batches, as here,
+        makes each write as durable as it makes any.)"""
         return nullcontext()
 
     def batch_held(self) -> bool:

@@ -16,6 +16,11 @@ from ttcli.savers.sqlite.migrations import connect, open_schema
 
 __all__ = ["DEFAULT_BUSY_TIMEOUT", "Connection"]
 
+#: a durable transaction's commit syncs the WAL (on macOS with F_FULLFSYNC, which reaches the
+#: disk itself; elsewhere fullfsync changes nothing); the others' do not
+_FULL_SYNC = ("PRAGMA synchronous = FULL", "PRAGMA fullfsync = ON")
+_NORMAL_SYNC = ("PRAGMA synchronous = NORMAL", "PRAGMA fullfsync = OFF")
+
 
 class Connection(Transactions[sqlite3.Connection]):
     """One sqlite3 connection, its lock, and the batch in progress (if any)."""
@@ -63,16 +68,20 @@ class Connection(Transactions[sqlite3.Connection]):
 
     def _begin(self, *, writing: bool, durable: bool = False) -> None:
         if durable:  # the commit syncs the WAL; SQLite changes this outside a transaction only
-            self.conn.execute("PRAGMA synchronous = FULL")
-            self._full_sync = True
+            self._full_sync = True  # first: however the pragmas are cut short, `_end` undoes
+            for pragma in _FULL_SYNC:
+                self.conn.execute(pragma)
         self.conn.execute("BEGIN IMMEDIATE" if writing else "BEGIN")
 
     def _end(self, *, commit: bool) -> None:
-        if self.conn.in_transaction:
-            self.conn.execute("COMMIT" if commit else "ROLLBACK")
-        if self._full_sync:
-            self._full_sync = False
-            self.conn.execute("PRAGMA synchronous = NORMAL")
+        try:
+            if self.conn.in_transaction:
+                self.conn.execute("COMMIT" if commit else "ROLLBACK")
+        finally:
+            if self._full_sync and not self.conn.in_transaction:  # else at the rollback
+                for pragma in _NORMAL_SYNC:
+                    self.conn.execute(pragma)
+                self._full_sync = False
 
     def in_transaction(self) -> bool:
         return self.conn.in_transaction
