@@ -5,12 +5,16 @@ file and into a PostgreSQL database (`archive_db`)."""
 
 from __future__ import annotations
 
+import json
 import operator
 import os
+import sqlite3
+import subprocess
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import closing, contextmanager
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Annotated, Any, TypedDict
@@ -276,10 +280,12 @@ def test_an_archived_copy_is_refreshed_when_the_live_row_changed(
 # -- finding 5: the archive is the database ---------------------------------------------------
 
 
-@pytest.mark.parametrize("alias", ["hardlink", "symlink", "dotted"])
+@pytest.mark.parametrize("alias", ["hardlink", "symlink", "dotted", "-wal", "-shm"])
 def test_an_archive_that_is_the_database_under_another_name_is_refused(
     db_path: Path, alias: str
 ) -> None:
+    """Other names of one file, and the files SQLite keeps beside it: an archive created in
+    the database's WAL (empty when the prune begins) would overwrite the database's pages."""
     two_threads = run_two_threads(db_path)  # SQLite: other names of one file
     assert isinstance(two_threads, Path)
     other = two_threads.with_name("alias.db")
@@ -287,6 +293,8 @@ def test_an_archive_that_is_the_database_under_another_name_is_refused(
         os.link(two_threads, other)
     elif alias == "symlink":
         other.symlink_to(two_threads)
+    elif alias.startswith("-"):
+        other = Path(f"{two_threads}{alias}")
     else:
         other = two_threads.parent / "." / ".." / two_threads.parent.name / two_threads.name
     before = dump(two_threads)
@@ -299,11 +307,14 @@ def test_an_archive_that_is_the_database_under_another_name_is_refused(
 def test_an_archive_that_is_the_postgresql_schema_under_another_dsn_is_refused() -> None:
     # the file aliases above have a PostgreSQL counterpart: a DSN spelled otherwise
     db = run_two_threads(new_dsn())
-    other = f"{db}&application_name=archive"
+    assert isinstance(db, str) and "postgres@" in db
+    # with a password (trust authentication takes it), which the message must not show
+    other = f"{db}&application_name=archive".replace("postgres@", "postgres:s3cret@", 1)
     before = dump(db)
     result = ttcli(db, "prune", "--older-than", "0s", "--archive", other, "--yes")
     assert result.exit_code == 2
     assert result.stderr.startswith("Error: ") and result.stderr.count("\n") == 1, result.stderr
+    assert "s3cret" not in result.stderr
     assert dump(db) == before
 
 
@@ -400,6 +411,22 @@ def test_an_idle_thread_that_goes_on_after_the_plan_loses_nothing(
     assert len(saver.checkpoint_ids(config("t"))) == (4 if where else 5)
 
 
+@pytest.mark.parametrize("hours", [14, -5, 0])
+def test_an_idle_bound_in_any_offset_spares_a_thread_copied_after_it(
+    two_threads: Target, hours: int
+) -> None:
+    """A thread copied (`fork --to-thread`) after the bound holds old checkpoints but is no
+    idle thread; the bound's offset changes nothing (times were once compared as text)."""
+    since = boundary()
+    forked = ttcli(two_threads, "fork", "latest", "--thread", "a", "--to-thread", "copy")
+    assert forked.exit_code == 0, forked.stderr
+    offset = since.astimezone(timezone(timedelta(hours=hours))).isoformat()
+    result = ttcli(two_threads, "prune", "--idle", offset, "--json")
+    assert result.exit_code == 0, result.stderr
+    planned = {plan["thread_id"] for plan in json.loads(result.stdout)["plan"]}
+    assert planned == {"a", "b"}
+
+
 def test_an_idle_thread_is_judged_by_its_newest_checkpoint_in_any_namespace(
     saver: BaseSaver,
 ) -> None:
@@ -414,3 +441,30 @@ def test_an_idle_thread_is_judged_by_its_newest_checkpoint_in_any_namespace(
     assert sorted((p.thread_id, p.checkpoint_ns) for p in plans) == [("old", ""), ("old", "sub:1")]
     assert execute_prune(saver, plans).checkpoints == 4
     assert len(saver.checkpoint_ids(config("t", ns="sub:1"))) == 3
+
+
+def test_an_archive_another_writer_holds_is_waited_for_only_the_busy_timeout(
+    tmp_path: Path,
+) -> None:
+    """`--busy-timeout` is the archive's too: the prune holds a page of the live file while
+    it waits, so its writers wait as long (once, 30 s whatever the option said)."""
+    db, archive = run_two_threads(tmp_path / "live.db"), tmp_path / "archive.db"
+    open_saver(archive).close()
+    before = dump(db)
+    holder = sqlite3.connect(archive, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "ttcli", "--db", str(db), "prune", "--older-than", "0s"]
+            + ["--archive", str(archive), "--yes", "--busy-timeout", "0.2"],
+            cwd=Path(__file__).parent.parent,
+            capture_output=True,
+            text=True,
+            timeout=20,
+        )
+    finally:
+        holder.rollback()
+        holder.close()
+    assert done.returncode == 5, done.stderr
+    assert done.stderr.startswith("Error: ") and done.stderr.count("\n") == 1, done.stderr
+    assert dump(db) == before

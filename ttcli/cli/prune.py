@@ -103,7 +103,7 @@ def prune(
         return
     # counted as rows and values are deleted, not by reading the threads before and after: a
     # 1,000,000-checkpoint thread costs nothing extra to account for
-    report = _delete(saver, plans, archive)
+    report = _delete(saver, plans, archive, env.busy_timeout)
     if vacuum:
         saver.vacuum()
     _print(env, report, saver.deleted_bytes, done=True)
@@ -113,26 +113,41 @@ def _config(plan: ThreadPlan) -> dict[str, Any]:
     return CheckpointRef(plan.thread_id, plan.checkpoint_ns).to_config()
 
 
-def _delete(saver: SqlSaver, plans: list[ThreadPlan], archive: str | None) -> PruneReport:
+def _delete(
+    saver: SqlSaver, plans: list[ThreadPlan], archive: str | None, busy_timeout: float
+) -> PruneReport:
     if not sys.stderr.isatty():  # cron: no progress bar
-        return _execute(saver, plans, archive, None)
+        return _execute(saver, plans, archive, busy_timeout, None)
     total = sum(p.count for p in plans)
     with click.progressbar(length=total, label="pruning", file=sys.stderr) as bar:
-        return _execute(saver, plans, archive, lambda done, _: bar.update(done - bar.pos))
+        return _execute(
+            saver, plans, archive, busy_timeout, lambda done, _: bar.update(done - bar.pos)
+        )
 
 
 def _execute(
-    saver: SqlSaver, plans: list[ThreadPlan], archive: str | None, progress: Progress | None
+    saver: SqlSaver,
+    plans: list[ThreadPlan],
+    archive: str | None,
+    busy_timeout: float,
+    progress: Progress | None,
 ) -> PruneReport:
-    same = InputError(f"--archive {archive} is the database being pruned: archive elsewhere")
     if archive is not None and not is_dsn(archive) and same_file(archive, saver.path):
-        raise same  # refused before the file could be created
+        raise _into_itself(archive)  # refused before the file could be created
     if archive is None or not plans:  # nothing to archive: no archive file either
         return execute_prune(saver, plans, progress=progress)
-    with closing(open_saver(archive)) as target:
+    # the archive waits for its other writers as long as the database does (`--busy-timeout`)
+    with closing(open_saver(archive, busy_timeout=busy_timeout)) as target:
         if saver.stores_in(target):
-            raise same
+            raise _into_itself(target.path)  # as messages name it: no password
         return execute_prune(saver, plans, archive=target, progress=progress)
+
+
+def _into_itself(archive: str) -> InputError:
+    return InputError(
+        f"--archive {archive} is the database being pruned, or a file of it (-wal, -shm, "
+        "-journal): archive elsewhere"
+    )
 
 
 def _print(env: Env, report: PruneReport, size: int, *, done: bool) -> None:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from ttcli.configs import CheckpointRef, RunnableConfig
@@ -173,7 +173,18 @@ def _idle(
     if not namespaces or any(t.latest_id >= bound for t in namespaces):
         return False
     latest_ts = max(t.latest_ts for t in namespaces)
-    return last_activity(latest_ts, saver.get_thread_info(thread_id)) < since.isoformat()
+    return _before(last_activity(latest_ts, saver.get_thread_info(thread_id)), since)
+
+
+def _before(moment: str, since: datetime) -> bool:
+    """Whether an ISO time (as ttcli writes them: UTC) is before `since`, compared as times,
+    whatever offset `since` was given in; one that reads as no time is never before."""
+    try:
+        parsed = datetime.fromisoformat(moment)
+    except ValueError:
+        return False
+    # (a naive `since` is local time, as the id bound takes it)
+    return (parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)) < since.astimezone(UTC)
 
 
 def _idle_now(saver: BaseSaver, thread_id: str, since: datetime) -> bool:

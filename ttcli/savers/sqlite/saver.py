@@ -84,11 +84,24 @@ class SqliteSaver(SqlSaver):
             return integrity_problems(conn) + self.deletion.shared_blobs(conn)
 
 
+#: the files SQLite keeps beside a database, by the suffix of its (resolved) path
+_COMPANIONS = ("-wal", "-shm", "-journal")
+
+
 def same_file(one: str, other: str) -> bool:
-    """Whether two paths name one file: by inode (hard links, symbolic links, any spelling),
-    or, for a file not created yet, by resolved path."""
+    """Whether two paths share a file: name one file (by inode: hard links, symbolic links,
+    any spelling; for a file not created yet, by resolved path), or one names a file SQLite
+    keeps beside the other (its WAL, which a database created there would overwrite)."""
     if ":memory:" in (one, other):
         return False
+    return _one_file(one, other) or any(
+        _one_file(str(Path(a).resolve()) + suffix, b)
+        for a, b in ((one, other), (other, one))
+        for suffix in _COMPANIONS
+    )
+
+
+def _one_file(one: str, other: str) -> bool:
     try:
         return os.path.samefile(one, other)
     except OSError:
