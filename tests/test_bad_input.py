@@ -228,6 +228,10 @@ BAD = [
         r"Invalid value for '--keep-last': -1 is not in the range x>=0\." + USAGE),
     Bad("prune-without-rule", cli("prune", "--yes"), 2,
         r"say what to delete: --older-than DUR and/or --idle DUR" + USAGE),
+    Bad("prune-thread-and-prefix",
+        cli("prune", "--older-than", "0s", "--thread", "order:123", "--prefix", "o", "--yes"), 2,
+        r"give --thread ID or --prefix P, not both: one thread, or the threads whose id starts "
+        r"with P" + USAGE),
     Bad("resume-nothing-waits", cli("resume", "-t", "order:123", "--value", "1", "--id", "ab"), 2,
         r"thread 'order:123' is not waiting on an interrupt: nothing to answer"),
     Bad("resume-unreadable-file", cli("resume", "-t", "order:123", "--value", "@{tmp}/no.json"), 2,

@@ -79,6 +79,11 @@ def prune(
     """
     if older_than is None and idle is None:
         raise click.UsageError("say what to delete: --older-than DUR and/or --idle DUR")
+    if thread is not None and prefix:
+        raise click.UsageError(
+            "give --thread ID or --prefix P, not both: one thread, or the threads whose id "
+            "starts with P"
+        )
     if archive is not None and not is_dsn(archive) and not names_lasting_file(archive):
         raise InputError(
             f"--archive {archive!r} names no lasting database (empty, :memory: or a file: "
