@@ -257,7 +257,7 @@ def test_a_prune_frees_the_bytes_its_plan_said(new_db: NewDb, graphs_file: Path)
     assert ttcli(db, "run", f"{graphs_file}:failing", "-t", "f", "--input", long).exit_code == 1
     # a later thread, so that the file's newest value (which always stays) is not f's
     assert ttcli(db, "run", ORDER_AGENT, "-t", "o", "--input", json.dumps(ORDER)).exit_code == 0
-    prune = ("prune", "--thread", "f", "--older-than", "0s", "--keep-last", "0", "--json")
+    prune = ("prune", "-t", "f", "--older-than", "0s", "--keep-last", "0", "--json")
     plan = data(ttcli(db, *prune))
     done = data(ttcli(db, *prune, "--yes"))
     assert (done["checkpoints"], done["bytes"]) == (plan["checkpoints"], plan["bytes"])

@@ -99,3 +99,16 @@ def test_tree_and_show_put_a_subgraphs_checkpoints_under_its_task(
         asking,
     )
     assert sub["task_id"] == record["tasks"][0]["id"] and sub["checkpoints"] == 3
+
+
+def test_prune_counts_a_thread_once_however_many_namespaces_it_has(
+    tmp_path: Path, new_db: NewDb
+) -> None:
+    db, target = new_db("t.db"), tmp_path / "sub.py"
+    target.write_text(SUBGRAPH)
+    ttcli(db, "run", f"{target}:graph", "--thread", "s", "--input", '{"log": []}')
+    assert ttcli(db, "resume", "--thread", "s", "--value", '"yes"').exit_code == 0
+    plan = ttcli(db, "prune", "--idle", "0s")
+    assert plan.stdout.splitlines()[-1].startswith("would prune 8 checkpoints in 1 threads")
+    done = ttcli(db, "prune", "--idle", "0s", "--yes")
+    assert done.stdout.startswith("pruned 8 checkpoints in 1 threads, freed "), done.stdout

@@ -342,3 +342,12 @@ def test_a_thread_that_wakes_up_after_an_idle_plan_keeps_everything(saver: BaseS
     report = execute_prune(saver, plans)
     assert (report.checkpoints, report.left) == (0, 8)  # idle no more: it goes on whole
     assert set(views(app, "t")) == before and len(before) == 12
+
+
+def test_a_thread_that_wakes_up_is_not_counted_among_the_pruned(saver: BaseSaver) -> None:
+    app, _ = two_runs(saver, "awake")
+    two_runs(saver, "asleep")
+    plans = plan_prune(saver, PrunePolicy(idle_since=boundary()))
+    app.invoke({"x": 3}, cfg("awake"))
+    report = execute_prune(saver, plans)
+    assert (report.threads, report.checkpoints, report.left) == (1, 8, 8)

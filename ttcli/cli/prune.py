@@ -47,7 +47,7 @@ from ttcli.savers.sqlite.saver import same_file
     metavar="DUR",
     help="Delete whole threads whose newest checkpoint, in every namespace, is older than DUR.",
 )
-@click.option("--thread", metavar="ID", help="Only this thread.")
+@click.option("--thread", "-t", metavar="ID", help="Only this thread.")
 @click.option("--prefix", default="", metavar="P", help="Only threads whose id starts with P.")
 @click.option(
     "--archive",
@@ -104,7 +104,8 @@ def prune(
     if not yes:
         doomed = sum(p.count for p in plans)
         estimate = sum((saver.thread_bytes(_config(p)) or 0) * p.count // p.total for p in plans)
-        _print(env, PruneReport(len(plans), doomed, 0, plans), estimate, done=False)
+        threads = len({p.thread_id for p in plans})
+        _print(env, PruneReport(threads, doomed, 0, plans), estimate, done=False)
         return
     # counted as rows and values are deleted, not by reading the threads before and after: a
     # 1,000,000-checkpoint thread costs nothing extra to account for

@@ -87,6 +87,7 @@ class ThreadPlan:
 class PruneReport:
     """What a prune did (or, for a plan, would do)."""
 
+    #: threads that lost checkpoints (or, for a plan, would), each counted once
     threads: int = 0
     checkpoints: int = 0
     archived: int = 0
@@ -213,9 +214,13 @@ def execute_prune(
         raise ConfigError("cannot archive a database into itself: archive to another file")
     run = _Run(saver, archive, PruneReport(plans=list(plans)), progress)
     run.total = sum(plan.count for plan in plans)
+    pruned: set[str] = set()  # a thread counts once, in however many namespaces it lost rows
     for plan in plans:
+        before = run.report.checkpoints
         run.delete(CheckpointRef(plan.thread_id, plan.checkpoint_ns), plan)
-        run.report.threads += 1
+        if run.report.checkpoints > before:
+            pruned.add(plan.thread_id)
+    run.report.threads = len(pruned)
     return run.report
 
 
