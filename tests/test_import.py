@@ -490,3 +490,39 @@ def test_a_file_of_many_threads_imports_smaller_and_verifies(tmp_path: Path, new
     assert found["bytes_before"] > 4 * found["bytes_after"]
     assert verified.exit_code == 0
     assert verified.stdout == "checked 360 checkpoints in 40 threads: 0 problems\n"
+
+
+@pytest.mark.parametrize("suffix", ["-wal", "-shm", "-journal"])
+def test_a_file_sqlite_keeps_beside_the_source_is_not_the_target(
+    langgraph_file: Path, db: Path | str, suffix: str
+) -> None:
+    """SQLite deletes or overwrites a source's -wal, -shm or -journal: a database made there
+    would be lost after the import said it was done. Both kinds of source, by any spelling."""
+    sources: list[Path | str] = [langgraph_file]
+    if isinstance(db, Path):
+        sources.append(db)
+    for source in sources:
+        before = data(ttcli(source, "--json", "threads"))
+        target = Path(f"{source}{suffix}")
+        for spelling in (str(target), str(target.parent / ".." / target.parent.name / target.name)):
+            result = ttcli(spelling, "import", str(source))
+            assert result.exit_code == 2, result.stderr
+            assert result.stderr.count("\n") == 1 and suffix in result.stderr
+            assert not target.exists()
+        assert data(ttcli(source, "--json", "threads")) == before
+
+
+@pytest.mark.parametrize("target", [":memory:", "file:kept.db", "file::memory:", ""])
+def test_a_target_that_keeps_nothing_is_refused(langgraph_file: Path, target: str) -> None:
+    result = ttcli(target, "import", str(langgraph_file))
+    assert result.exit_code == 2, result.stderr
+    assert result.stderr.count("\n") == 1 and "names no lasting database" in result.stderr
+
+
+def test_an_import_that_fails_creates_no_target(langgraph_file: Path, tmp_path: Path) -> None:
+    other = tmp_path / "other.sqlite"
+    sqlite3.connect(other).execute("CREATE TABLE t (x)").connection.close()
+    target = tmp_path / "ttcli.db"
+    assert ttcli(target, "import", str(tmp_path / "missing.sqlite")).exit_code == 3
+    assert ttcli(target, "import", str(other)).exit_code == 6
+    assert not target.exists()

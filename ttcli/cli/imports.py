@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import json
+from contextlib import closing
 from dataclasses import asdict
 
 import click
 
 from ttcli.cli.main import Env, output_options, pass_env
-from ttcli.ops.imports import import_threads
+from ttcli.errors import InputError
+from ttcli.ops.imports import import_threads, open_source
+from ttcli.savers.locate import is_dsn, require_lasting
+from ttcli.savers.sqlite.saver import same_file
 
 
 @click.command("import")
@@ -36,7 +40,14 @@ def import_(env: Env, source: str) -> None:
         ttcli --db app.ttcli.db threads
         ttcli --db langgraph.sqlite history --thread chat:1     # read-only, no import
     """
-    summary = import_threads(source, env.saver(create=True))
+    require_lasting("--db", env.db)
+    if not is_dsn(env.db) and not is_dsn(source) and same_file(source, env.db):
+        raise InputError(
+            f"--db {env.db} is {source} or a file SQLite keeps beside it (-wal, -shm, "
+            "-journal): import into another file"
+        )
+    with closing(open_source(source)) as opened:  # a source that does not open creates nothing
+        summary = import_threads(opened, env.saver(create=True))
     if env.format_json:
         click.echo(json.dumps(asdict(summary)))
         return

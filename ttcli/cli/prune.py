@@ -23,7 +23,7 @@ from ttcli.ops.prune import (
     plan_prune,
     require_thread,
 )
-from ttcli.savers.locate import is_dsn, names_lasting_file, open_saver
+from ttcli.savers.locate import is_dsn, open_saver, require_lasting
 from ttcli.savers.sql.saver import SqlSaver
 from ttcli.savers.sqlite.saver import same_file
 
@@ -84,11 +84,8 @@ def prune(
             "give --thread ID or --prefix P, not both: one thread, or the threads whose id "
             "starts with P"
         )
-    if archive is not None and not is_dsn(archive) and not names_lasting_file(archive):
-        raise InputError(
-            f"--archive {archive!r} names no lasting database (empty, :memory: or a file: "
-            "URI): give a file path or a postgresql:// DSN"
-        )
+    if archive is not None:
+        require_lasting("--archive", archive)
     now = datetime.now(UTC)
     policy = PrunePolicy(
         older_than=moment_before(older_than, now) if older_than else None,

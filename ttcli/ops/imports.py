@@ -180,9 +180,9 @@ def langgraph_kind(db: str) -> str | None:
     return "PostgresSaver database"
 
 
-def import_threads(source: str, saver: BaseSaver, thread_id: str | None = None) -> ImportSummary:
-    """Copy every thread (all namespaces) of the database at `source` into `saver`, or only
-    `thread_id`'s.
+def import_threads(opened: Source, saver: BaseSaver, thread_id: str | None = None) -> ImportSummary:
+    """Copy every thread (all namespaces) of the opened database (`open_source`) into
+    `saver`, or only `thread_id`'s. The caller closes `opened`.
 
     Every thread is read in full before any of it is written, and written in one batch, so a
     value that does not decode stops the import without leaving half a thread.
@@ -192,32 +192,26 @@ def import_threads(source: str, saver: BaseSaver, thread_id: str | None = None) 
             `saver` (nothing is written).
         CorruptValueError: a value does not decode (threads before it stay imported).
     """
-    opened = open_source(source)
-    try:
-        if isinstance(opened, TtcliSource) and opened.saver.stores_in(saver):
-            raise ConfigError(
-                f"{opened.saver.path} is the database being imported into: nothing to do"
-            )
-        thread_ids = [t for t in opened.thread_ids() if thread_id in (None, t)]
-        present = [t for t in thread_ids if _has_thread(saver, t)]
-        if present:
-            raise ConfigError(
-                f"thread '{present[0]}' is already in the database ({len(present)} of the "
-                "source's threads are): import into another database, or delete them first"
-            )
-        summary = ImportSummary()
-        for thread_id in thread_ids:
-            namespaces = opened.copy(thread_id, saver)
-            summary.threads += 1
-            summary.namespaces += len(namespaces)
-            for ns in namespaces:
-                config = CheckpointRef(thread_id, ns).to_config()
-                summary.checkpoints += saver.count_checkpoints(config)
-                summary.bytes_after += saver.thread_bytes(config) or 0
-        summary.bytes_before = opened.size
-        return summary
-    finally:
-        opened.close()
+    if isinstance(opened, TtcliSource) and opened.saver.stores_in(saver):
+        raise ConfigError(f"{opened.saver.path} is the database being imported into: nothing to do")
+    thread_ids = [t for t in opened.thread_ids() if thread_id in (None, t)]
+    present = [t for t in thread_ids if _has_thread(saver, t)]
+    if present:
+        raise ConfigError(
+            f"thread '{present[0]}' is already in the database ({len(present)} of the "
+            "source's threads are): import into another database, or delete them first"
+        )
+    summary = ImportSummary()
+    for thread_id in thread_ids:
+        namespaces = opened.copy(thread_id, saver)
+        summary.threads += 1
+        summary.namespaces += len(namespaces)
+        for ns in namespaces:
+            config = CheckpointRef(thread_id, ns).to_config()
+            summary.checkpoints += saver.count_checkpoints(config)
+            summary.bytes_after += saver.thread_bytes(config) or 0
+    summary.bytes_before = opened.size
+    return summary
 
 
 #: channels a task writes that are not its output: control, and the edges it takes
@@ -268,7 +262,8 @@ def read_langgraph(path: str, thread_id: str | None = None) -> BaseSaver:
         CorruptValueError: a value does not decode.
     """
     saver = InMemorySaver()
-    import_threads(path, saver, thread_id)
+    with closing(open_source(path)) as opened:
+        import_threads(opened, saver, thread_id)
     return saver
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from ttcli.errors import ConfigError
+from ttcli.errors import ConfigError, InputError
 from ttcli.savers.sql.saver import SqlSaver
 from ttcli.savers.sql.transactions import DEFAULT_BUSY_TIMEOUT
 
@@ -28,6 +28,19 @@ def names_lasting_file(target: str | Path) -> bool:
     be a database in memory, or a file no path comparison can tell apart from another)."""
     name = str(target)
     return name not in ("", ":memory:") and name[:5].lower() != "file:"
+
+
+def require_lasting(option: str, target: str) -> None:
+    """Refuse a database to write into that would vanish with the process.
+
+    Raises:
+        InputError: `target` names no lasting database (see `names_lasting_file`).
+    """
+    if not is_dsn(target) and not names_lasting_file(target):
+        raise InputError(
+            f"{option} {target!r} names no lasting database (empty, :memory: or a file: "
+            "URI): give a file path or a postgresql:// DSN"
+        )
 
 
 def open_saver(
