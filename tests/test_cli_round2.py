@@ -420,8 +420,34 @@ def test_a_deeply_nested_value_shows(db: Target) -> None:
             2,
             "Error: --input holds text that is not valid Unicode (\\udcff)",
         ),
+        (
+            ["run", ORDER_AGENT, "-t", "s", "--input", '{"request": [1, 18446744073709551616]}'],
+            2,
+            "Error: --input holds the integer 18446744073709551616, outside the range a "
+            "database stores (-2**63 to 2**64-1): give it as a string",
+        ),
+        (
+            ["run", ORDER_AGENT, "-t", "s", "--input", '{"request": 1' + "0" * 5000 + "}"],
+            2,
+            "Error: --input holds an integer of thousands of digits, which no database "
+            "stores: give it as a string",
+        ),
+        (
+            ["update", "-t", "s", "--as-node", "plan", "--set", "tool=-9223372036854775809"],
+            2,
+            "Error: --set holds the integer -9223372036854775809, outside the range a "
+            "database stores (-2**63 to 2**64-1): give it as a string",
+        ),
     ],
-    ids=["last-code-point", "huge-duration", "not-utf-8", "lone-surrogate"],
+    ids=[
+        "last-code-point",
+        "huge-duration",
+        "not-utf-8",
+        "lone-surrogate",
+        "integer-past-64-bits",
+        "integer-of-5000-digits",
+        "update-integer-below-64-bits",
+    ],
 )
 def test_hostile_arguments_get_one_line(
     db: Target, args: list[str], code: int, message: str

@@ -26,23 +26,55 @@ def json_value(text: str, what: str) -> Any:
         except OSError as exc:
             raise InputError(f"cannot read {what} from {text[1:]}: {exc.strerror}") from None
     try:
-        found = json.loads(source)
+        found = _loads(source, what)
     except json.JSONDecodeError as exc:
         raise InputError(
             f"invalid JSON in {what}: {exc.msg} at line {exc.lineno} column {exc.colno}"
         ) from None
-    return _unicode(found, what)
+    return _storable(found, what)
 
 
-def _unicode(value: Any, what: str) -> Any:
-    """`value`, if its text is all valid Unicode: JSON can spell a lone surrogate
-    (`"\\udcff"`), which no UTF-8 file or database can hold."""
+def _loads(text: str, what: str) -> Any:
+    """Raises: JSONDecodeError: not JSON. InputError: JSON no database stores."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        raise
+    except ValueError:  # a number of more than 4,300 digits
+        raise InputError(
+            f"{what} holds an integer of thousands of digits, which no database stores: "
+            "give it as a string"
+        ) from None
+
+
+def _storable(value: Any, what: str) -> Any:
+    """`value`, if a database can hold it: JSON can spell a lone surrogate (`"\\udcff"`),
+    which no UTF-8 file holds, and integers of any size, which msgpack does not."""
     try:
         json.dumps(value, ensure_ascii=False).encode("utf-8")
     except UnicodeEncodeError as exc:
         bad = ascii(exc.object[exc.start : exc.end])[1:-1]
         raise InputError(f"{what} holds text that is not valid Unicode ({bad})") from None
+    big = _first_big_integer(value)
+    if big is not None:
+        raise InputError(
+            f"{what} holds the integer {big}, outside the range a database stores "
+            "(-2**63 to 2**64-1): give it as a string"
+        )
     return value
+
+
+def _first_big_integer(value: Any) -> int | None:
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+        elif isinstance(item, int) and not -(2**63) <= item < 2**64:
+            return item
+    return None
 
 
 def assignments(items: Sequence[str], what: str) -> dict[str, Any]:
@@ -67,6 +99,6 @@ def json_or_text(text: str, what: str) -> Any:
 
 def _json_or_text(text: str, what: str) -> Any:
     try:
-        return _unicode(json.loads(text), what)
+        return _storable(_loads(text, what), what)
     except json.JSONDecodeError:
         return text
