@@ -6,6 +6,7 @@ import json
 import signal
 import subprocess
 import sys
+from contextlib import closing
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -15,6 +16,8 @@ from click.testing import CliRunner
 from tests.clitools import ORDER, ORDER_AGENT, REVIEW, ROOT, Target, data, dump, ttcli
 from tests.conftest import NewDb
 from ttcli.cli import cli
+from ttcli.configs import CheckpointRef
+from ttcli.savers.locate import open_saver
 
 
 def test_reading_commands_work_on_a_fan_out_thread(fan_db: Target) -> None:
@@ -75,6 +78,22 @@ def test_fork_to_an_existing_thread_is_refused(db: Target, to_thread: str) -> No
         f"Error: thread '{to_thread}' already exists: --to-thread makes a new thread; "
         "pick another id\n"
     )
+    assert dump(db) == before
+
+
+def test_fork_to_a_thread_that_exists_only_in_a_subgraph_namespace_is_refused(
+    db: Target,
+) -> None:
+    with closing(open_saver(db)) as saver:
+        saved = saver.get_tuple(CheckpointRef("order:123").to_config())
+        assert saved is not None
+        saver.put(
+            CheckpointRef("other", "child:1").to_config(), saved.checkpoint, saved.metadata, {}
+        )
+    before = dump(db)
+    result = ttcli(db, "fork", "latest", "-t", "order:123", "--to-thread", "other")
+    assert (result.exit_code, result.stderr.count("\n")) == (2, 1), result.stderr
+    assert "thread 'other' already exists" in result.stderr
     assert dump(db) == before
 
 

@@ -7,7 +7,13 @@ from ttcli.errors import CheckpointNotFoundError, CorruptValueError
 from ttcli.savers.base import BaseSaver, CheckpointTuple
 from ttcli.savers.rules import copy_checkpoint
 
-__all__ = ["copy_checkpoint", "copy_lineage", "lineage"]
+__all__ = ["copy_checkpoint", "copy_lineage", "lineage", "thread_exists"]
+
+
+def thread_exists(saver: BaseSaver, thread_id: str) -> bool:
+    """Whether `saver` holds a checkpoint of `thread_id` in any namespace (a subgraph's
+    too): a copy into it would merge two threads."""
+    return any(found.thread_id == thread_id for found in saver.list_threads(thread_id))
 
 
 def lineage(saver: BaseSaver, config: RunnableConfig) -> list[CheckpointTuple]:

@@ -10,7 +10,7 @@ from typing import Any
 
 from ttcli.configs import CheckpointRef, RunnableConfig
 from ttcli.errors import InputError
-from ttcli.ops.copy import copy_lineage
+from ttcli.ops.copy import copy_lineage, thread_exists
 from ttcli.savers.base import BaseSaver, CheckpointTuple
 from ttcli.uuid6 import id_time, new_id
 
@@ -51,16 +51,19 @@ def fork_to_thread(
     their ids and times, so without it `prune --idle` could delete a copy made a minute ago).
 
     Raises:
-        InputError: `to_thread` already exists (a copy never merges into a thread).
+        InputError: `to_thread` already exists, in any namespace (a copy never merges into
+            a thread; nothing is written).
     """
-    if saver.get_tuple(CheckpointRef(to_thread).to_config()) is not None:
-        raise InputError(
-            f"thread '{to_thread}' already exists: --to-thread makes a new thread; pick another id"
-        )
-    made = copy_lineage(saver, saved.config, to_thread)
     source = CheckpointRef.from_config(saved.config).thread_id
-    info = {k: v for k, v in saver.get_thread_info(source).items() if k == "target"}
-    saver.set_thread_info(to_thread, {**info, COPIED_AT: now.isoformat()})
+    with saver.batch():  # the whole copy or none of it
+        if thread_exists(saver, to_thread):
+            raise InputError(
+                f"thread '{to_thread}' already exists: --to-thread makes a new thread; "
+                "pick another id"
+            )
+        made = copy_lineage(saver, saved.config, to_thread)
+        info = {k: v for k, v in saver.get_thread_info(source).items() if k == "target"}
+        saver.set_thread_info(to_thread, {**info, COPIED_AT: now.isoformat()})
     return made
 
 

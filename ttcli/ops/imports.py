@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from ttcli.configs import CheckpointRef
 from ttcli.errors import ConfigError, NotFoundError, TtcliError
+from ttcli.ops.copy import thread_exists
 from ttcli.ops.inspect import task_name
 from ttcli.ops.langgraph_file import LangGraphFile, Stored, is_langgraph_file, read_only_uri
 from ttcli.ops.targets import anchored
@@ -195,7 +196,7 @@ def import_threads(opened: Source, saver: BaseSaver, thread_id: str | None = Non
     if isinstance(opened, TtcliSource) and opened.saver.stores_in(saver):
         raise ConfigError(f"{opened.saver.path} is the database being imported into: nothing to do")
     thread_ids = [t for t in opened.thread_ids() if thread_id in (None, t)]
-    present = [t for t in thread_ids if _has_thread(saver, t)]
+    present = [t for t in thread_ids if thread_exists(saver, t)]
     if present:
         raise ConfigError(
             f"thread '{present[0]}' is already in the database ({len(present)} of the "
@@ -265,10 +266,6 @@ def read_langgraph(path: str, thread_id: str | None = None) -> BaseSaver:
     with closing(open_source(path)) as opened:
         import_threads(opened, saver, thread_id)
     return saver
-
-
-def _has_thread(saver: BaseSaver, thread_id: str) -> bool:
-    return any(found.thread_id == thread_id for found in saver.list_threads(thread_id))
 
 
 def _put(saver: BaseSaver, thread_id: str, saved: Stored) -> None:
