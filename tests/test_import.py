@@ -9,6 +9,7 @@ import operator
 import re
 import sqlite3
 import uuid
+from contextlib import closing
 from pathlib import Path
 from typing import Annotated, Any, TypedDict
 
@@ -277,7 +278,19 @@ def test_a_name_in_the_file_is_never_imported(
     assert not touched.exists()
 
 
-@pytest.mark.parametrize("blob", [b"\xc1\xc1", _ext(42, ["x", "y", 1]), _ext(5, "not a tuple")])
+@pytest.mark.parametrize(
+    "blob",
+    [
+        b"\xc1\xc1",
+        _ext(42, ["x", "y", 1]),
+        _ext(5, "not a tuple"),
+        _ext(0, ["decimal", "Decimal", "abc"]),
+        _ext(0, ["uuid", "UUID", 123]),
+        _ext(1, ["datetime", "date", [0, 0, 0]]),
+        _ext(3, ["datetime", "datetime", "nope", "fromisoformat"]),
+    ],
+    ids=["not-msgpack", "unknown-ext", "not-a-tuple", "decimal", "uuid", "date", "datetime"],
+)
 def test_a_corrupt_blob_stops_the_import_without_half_a_thread(
     langgraph_file: Path, new_db: NewDb, blob: bytes
 ) -> None:
@@ -288,6 +301,29 @@ def test_a_corrupt_blob_stops_the_import_without_half_a_thread(
     assert result.stderr.count("\n") == 1 and "zz-broken" in result.stderr
     threads = {t["thread_id"] for t in data(ttcli(target, "--json", "threads"))}
     assert "zz-broken" not in threads and "chat" in threads
+
+
+@pytest.mark.parametrize(
+    "thread_id", [b"chat-as-bytes", b"caf\xe9"], ids=["stored-as-blob", "text-not-utf-8"]
+)
+def test_a_thread_id_that_is_not_text_stops_the_import(
+    langgraph_file: Path, new_db: NewDb, thread_id: bytes
+) -> None:
+    """LangGraph writes thread ids as text: one stored as a BLOB, or as text that is not
+    UTF-8, is named (exit 6), not skipped without a word nor a crash."""
+    with closing(sqlite3.connect(langgraph_file)) as conn, conn:
+        cast = "CAST(? AS TEXT)" if b"\xe9" in thread_id else "?"
+        conn.execute(
+            "INSERT INTO checkpoints SELECT " + cast + ", checkpoint_ns, checkpoint_id, "
+            "parent_checkpoint_id, type, checkpoint, metadata FROM checkpoints "
+            "WHERE thread_id = 'chat'",
+            (thread_id,),
+        )
+    target = new_db("ttcli.db")
+    result = ttcli(target, "import", str(langgraph_file))
+    assert (result.exit_code, result.stderr.count("\n")) == (6, 1), result.stderr
+    assert "thread id" in result.stderr
+    assert data(ttcli(target, "--json", "threads")) == []
 
 
 def test_a_file_that_is_not_a_langgraph_file(tmp_path: Path, new_db: NewDb) -> None:

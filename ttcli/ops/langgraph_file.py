@@ -66,6 +66,10 @@ def _hashable(items: Any, kind: Callable[[Any], Any]) -> Any:
         return list(items)
 
 
+#: what a forged file's values raise in a constructor: Decimal("abc"), UUID(123), date(0, 0, 0)
+_FORGED = (ArithmeticError, AttributeError, LookupError, TypeError, ValueError)
+
+
 def _unpack(data: bytes) -> Any:
     return msgpack.unpackb(data, ext_hook=_EXT_HOOK, strict_map_key=False, raw=False)
 
@@ -120,8 +124,8 @@ def _positional(module: str, name: str, rest: list[Any]) -> Any:
     if known is not None:
         try:
             return known(*args)
-        except (TypeError, ValueError, OverflowError) as exc:
-            raise CorruptValueError(f"{module}.{name} does not decode: {exc}") from None
+        except _FORGED as exc:
+            raise CorruptValueError(f"{module}.{name} does not decode: {exc!r}") from None
     return TypedData(OBJECT, f"{module}.{name}", list(args))
 
 
@@ -168,7 +172,7 @@ def decode(kind: str | None, data: bytes | None) -> Any:
             return _unpack(data or b"")
     except CorruptValueError:
         raise
-    except (ValueError, TypeError, KeyError, IndexError, msgpack.UnpackException) as exc:
+    except (*_FORGED, msgpack.UnpackException) as exc:
         raise CorruptValueError(f"bytes that do not decode ({exc})") from None
     raise CorruptValueError(f"a value stored as {kind!r}, which ttcli does not read")
 
@@ -240,16 +244,43 @@ class LangGraphFile:
         self.conn.close()
 
     def thread_ids(self) -> list[str]:
-        rows = self.conn.execute("SELECT DISTINCT thread_id FROM checkpoints ORDER BY thread_id")
-        return [str(row[0]) for row in rows]
+        """Raises: CorruptValueError: a thread id that is not text (LangGraph writes text;
+        one stored otherwise would be skipped without a word)."""
+        rows = self._rows(
+            "SELECT DISTINCT typeof(thread_id), CAST(thread_id AS BLOB) FROM checkpoints "
+            "ORDER BY thread_id"
+        )
+        found = []
+        for kind, raw in rows:
+            try:
+                if kind != "text":
+                    raise ValueError
+                found.append(bytes(raw).decode("utf-8"))
+            except ValueError:
+                raise CorruptValueError(
+                    f"{self.path} holds a thread id stored as {kind} {bytes(raw or b'')[:40]!r}, "
+                    "not UTF-8 text (LangGraph writes text): nothing was imported"
+                ) from None
+        return found
+
+    def _rows(self, sql: str, params: tuple[Any, ...] = ()) -> list[Any]:
+        """Raises: CorruptValueError: text that is not UTF-8, or pages that do not read
+        (a program writing the file meanwhile, or damage)."""
+        try:
+            return self.conn.execute(sql, params).fetchall()
+        except sqlite3.Error as exc:
+            raise CorruptValueError(
+                f"{self.path} does not read ({exc}): if a program is writing it, stop it or "
+                "copy the file, then run again"
+            ) from None
 
     def thread(self, thread_id: str) -> Iterator[Stored]:
         """Every checkpoint of a thread, each namespace's oldest first (parents first)."""
-        rows = self.conn.execute(
+        rows = self._rows(
             "SELECT checkpoint_ns, checkpoint_id, parent_checkpoint_id, type, checkpoint, "
             "metadata FROM checkpoints WHERE thread_id = ? ORDER BY checkpoint_ns, checkpoint_id",
             (thread_id,),
-        ).fetchall()
+        )
         for ns, checkpoint_id, parent_id, kind, blob, metadata in rows:
             where = f"checkpoint {checkpoint_id} of thread '{thread_id}'"
             try:
@@ -261,7 +292,7 @@ class LangGraphFile:
             yield saved
 
     def _writes(self, thread_id: str, ns: str, checkpoint_id: str, saved: Stored) -> None:
-        rows = self.conn.execute(
+        rows = self._rows(
             "SELECT task_id, task_path, channel, type, value FROM writes WHERE thread_id = ? "
             "AND checkpoint_ns = ? AND checkpoint_id = ? ORDER BY rowid",
             (thread_id, ns, checkpoint_id),
