@@ -7,6 +7,7 @@ import json
 import re
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
@@ -185,3 +186,24 @@ def test_libpq_key_value_dsns_work_and_never_show_their_password() -> None:
     secret = make_conninfo("", **{**parts, "port": "1", "password": "S3CRET"})
     down = ttcli(secret, "threads")
     assert down.exit_code == 5 and "S3CRET" not in down.stderr
+
+
+@pytest.mark.parametrize(
+    "dsn",
+    [
+        "postgresql://u:S3CRET@[::1/x",
+        "postgresql://u:S3CRET@127.0.0.1:99999/test",
+        "host=127.0.0.1 password=S3CRET port=abc",
+        "host=127.0.0.1 password='S3 CRET' sslmode=bogus",
+        "host=127.0.0.1 password=S3CRET x",
+    ],
+)
+def test_a_malformed_dsn_is_refused_without_its_password(tmp_path: Path, dsn: str) -> None:
+    """libpq quotes a DSN it cannot parse: the message is one line, exit 2, and no password."""
+    for args in (
+        [dsn, "threads"],
+        [tmp_path / "ttcli.db", "import", dsn],
+    ):
+        result = ttcli(*args)
+        assert (result.exit_code, result.stderr.count("\n")) == (2, 1), result.stderr
+        assert "S3" not in result.stderr and "not a usable PostgreSQL DSN" in result.stderr
