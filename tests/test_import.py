@@ -17,7 +17,7 @@ import ormsgpack
 import pydantic
 import pytest
 
-from tests.clitools import data, ttcli
+from tests.clitools import data, dump, ttcli
 from tests.conftest import NewDb
 from tests.pg import new_dsn
 
@@ -224,12 +224,29 @@ def test_import_derives_what_each_node_wrote(langgraph_file: Path, new_db: NewDb
     assert [w for _, w in writes("review")] == [["__start__"], [], ["sub"]]
 
 
-def test_a_thread_already_there_is_refused(langgraph_file: Path, new_db: NewDb) -> None:
+def test_a_thread_already_there_is_skipped_when_the_same_and_refused_when_not(
+    langgraph_file: Path, new_db: NewDb
+) -> None:
+    """An import cut short goes on when run again: threads it finished are skipped. A thread
+    the database holds with other checkpoints is refused, nothing written."""
     target = new_db("ttcli.db")
-    assert ttcli(target, "import", str(langgraph_file)).exit_code == 0
-    again = ttcli(target, "import", str(langgraph_file))
-    assert again.exit_code == 2
-    assert again.stderr.count("\n") == 1 and "already" in again.stderr
+    first = ttcli(target, "--json", "import", str(langgraph_file))
+    assert first.exit_code == 0
+    imported = data(first)["threads"]
+    assert imported >= 2
+    assert ttcli(target, "--json", "import", str(langgraph_file)).exit_code == 0
+    _forge(langgraph_file, "zz-later", ormsgpack.packb([]))  # not imported yet
+    again = ttcli(target, "--json", "import", str(langgraph_file))
+    assert again.exit_code == 0, again.stderr
+    assert (data(again)["threads"], data(again)["skipped"]) == (1, imported)
+    threads = {t["thread_id"] for t in data(ttcli(target, "--json", "threads"))}
+    assert len(threads) == imported + 1 and "zz-later" in threads
+    assert ttcli(target, "fork", "latest", "-t", "chat").exit_code == 0
+    changed = dump(target)
+    refused = ttcli(target, "import", str(langgraph_file))
+    assert refused.exit_code == 2
+    assert refused.stderr.count("\n") == 1 and "'chat' is already" in refused.stderr
+    assert dump(target) == changed
 
 
 def _forge(path: Path, thread: str, blob: bytes) -> None:

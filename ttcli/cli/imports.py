@@ -28,10 +28,12 @@ def import_(env: Env, source: str) -> None:
     SRC is only read. LangGraph's values are decoded without importing anything named in
     the database: LangChain messages become ttcli messages, Send and Interrupt ttcli's,
     other classes inert data {"$type": "module.Name", "data": ...}; what each node wrote is
-    derived from the pending writes. A thread already in the database is refused (exit 2,
-    nothing written); a value that does not decode stops the import (exit 6) before any of
-    its thread is written. The reading commands (history, show, diff, tree, threads, blame,
-    verify) also read a LangGraph SqliteSaver file itself, read-only.
+    derived from the pending writes. A thread already in the database with the same
+    checkpoints is skipped, so an interrupted import goes on when run again; one with other
+    checkpoints is refused (exit 2, nothing written); a value that does not decode stops
+    the import (exit 6) before any of its thread is written. The reading commands
+    (history, show, diff, tree, threads, blame, verify) also read a LangGraph SqliteSaver
+    file itself, read-only.
 
     \b
     Example:
@@ -43,8 +45,8 @@ def import_(env: Env, source: str) -> None:
     require_lasting("--db", env.db)
     if not is_dsn(env.db) and not is_dsn(source) and same_file(source, env.db):
         raise InputError(
-            f"--db {env.db} is {source} or a file SQLite keeps beside it (-wal, -shm, "
-            "-journal): import into another file"
+            f"{source} is the database being imported into, or --db {env.db} is a file "
+            "SQLite keeps beside it (-wal, -shm, -journal): import into another file"
         )
     with closing(open_source(source)) as opened:  # a source that does not open creates nothing
         summary = import_threads(opened, env.saver(create=True))
@@ -55,4 +57,5 @@ def import_(env: Env, source: str) -> None:
         f"imported {summary.threads} threads ({summary.namespaces} namespaces), "
         f"{summary.checkpoints} checkpoints: {summary.bytes_before} bytes -> "
         f"{summary.bytes_after} bytes"
+        + (f"; {summary.skipped} threads already there, skipped" if summary.skipped else "")
     )

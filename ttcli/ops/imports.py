@@ -47,6 +47,8 @@ class ImportSummary:
     bytes_before: int = 0
     #: what the imported threads take in the ttcli database
     bytes_after: int = 0
+    #: threads the database held already, with the same checkpoints (an earlier import)
+    skipped: int = 0
 
 
 class Source(Protocol):
@@ -55,6 +57,10 @@ class Source(Protocol):
     size: int
 
     def thread_ids(self) -> builtins.list[str]: ...
+
+    def checkpoint_keys(self, thread_id: str) -> set[tuple[str, str]]:
+        """The thread's (namespace, checkpoint id) pairs, read without decoding."""
+        ...
 
     def copy(self, thread_id: str, target: BaseSaver) -> builtins.list[str]:
         """Write the thread into `target` (in its batch); returns its namespaces."""
@@ -71,6 +77,9 @@ class LangGraphSource:
 
     def thread_ids(self) -> builtins.list[str]:
         return list(self.reader.thread_ids())
+
+    def checkpoint_keys(self, thread_id: str) -> set[tuple[str, str]]:
+        return set(self.reader.checkpoint_keys(thread_id))
 
     def copy(self, thread_id: str, target: BaseSaver) -> builtins.list[str]:
         stored = with_writes(self.reader.thread(thread_id))  # decoded before a write
@@ -92,6 +101,9 @@ class TtcliSource:
 
     def thread_ids(self) -> builtins.list[str]:
         return sorted({summary.thread_id for summary in self.saver.list_threads()})
+
+    def checkpoint_keys(self, thread_id: str) -> set[tuple[str, str]]:
+        return stored_keys(self.saver, thread_id)
 
     def copy(self, thread_id: str, target: BaseSaver) -> builtins.list[str]:
         namespaces = [s.checkpoint_ns for s in self.saver.list_threads(thread_id)
@@ -190,19 +202,24 @@ def import_threads(opened: Source, saver: BaseSaver, thread_id: str | None = Non
 
     Raises:
         ConfigError: `source` is `saver`'s own database, or one of its threads is already in
-            `saver` (nothing is written).
+            `saver` with other checkpoints (nothing is written). A thread there with the same
+            checkpoints is skipped: an interrupted import goes on where it stopped.
         CorruptValueError: a value does not decode (threads before it stay imported).
     """
     if isinstance(opened, TtcliSource) and opened.saver.stores_in(saver):
         raise ConfigError(f"{opened.saver.path} is the database being imported into: nothing to do")
     thread_ids = [t for t in opened.thread_ids() if thread_id in (None, t)]
     present = [t for t in thread_ids if thread_exists(saver, t)]
-    if present:
+    done = {t for t in present if stored_keys(saver, t) == opened.checkpoint_keys(t)}
+    differing = [t for t in present if t not in done]
+    if differing:
         raise ConfigError(
-            f"thread '{present[0]}' is already in the database ({len(present)} of the "
-            "source's threads are): import into another database, or delete them first"
+            f"thread '{differing[0]}' is already in the database with other checkpoints "
+            f"({len(differing)} of the source's threads are): import into another database, "
+            "or delete them first"
         )
-    summary = ImportSummary()
+    summary = ImportSummary(skipped=len(done))
+    thread_ids = [t for t in thread_ids if t not in done]
     for thread_id in thread_ids:
         namespaces = opened.copy(thread_id, saver)
         summary.threads += 1
@@ -266,6 +283,18 @@ def read_langgraph(path: str, thread_id: str | None = None) -> BaseSaver:
     with closing(open_source(path)) as opened:
         import_threads(opened, saver, thread_id)
     return saver
+
+
+def stored_keys(saver: BaseSaver, thread_id: str) -> set[tuple[str, str]]:
+    """A thread's (namespace, checkpoint id) pairs in `saver`, every namespace's."""
+    return {
+        (found.checkpoint_ns, checkpoint_id)
+        for found in saver.list_threads(thread_id)
+        if found.thread_id == thread_id
+        for checkpoint_id in saver.checkpoint_ids(
+            CheckpointRef(thread_id, found.checkpoint_ns).to_config()
+        )
+    }
 
 
 def _put(saver: BaseSaver, thread_id: str, saved: Stored) -> None:

@@ -263,6 +263,13 @@ class LangGraphFile:
                 ) from None
         return found
 
+    def checkpoint_keys(self, thread_id: str) -> list[tuple[str, str]]:
+        """The thread's (namespace, checkpoint id) pairs, read without decoding."""
+        sql = "SELECT checkpoint_ns, checkpoint_id FROM checkpoints WHERE thread_id = ?"
+        return [
+            (str(ns), str(checkpoint_id)) for ns, checkpoint_id in self._rows(sql, (thread_id,))
+        ]
+
     def _rows(self, sql: str, params: tuple[Any, ...] = ()) -> list[Any]:
         """Raises: CorruptValueError: text that is not UTF-8, or pages that do not read
         (a program writing the file meanwhile, or damage)."""
