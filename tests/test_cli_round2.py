@@ -97,6 +97,55 @@ def test_fork_to_a_thread_that_exists_only_in_a_subgraph_namespace_is_refused(
     assert dump(db) == before
 
 
+def test_concurrent_forks_to_one_new_thread_never_merge_two_lineages(db: Target) -> None:
+    """Forks from two sources racing to one new id: the thread ends with one lineage, and
+    every fork that lost says so (exit 2), on SQLite and PostgreSQL alike."""
+    assert ttcli(db, "fork", "latest", "-t", "order:123", "--to-thread", "c1").exit_code == 0
+    assert ttcli(db, "fork", "latest~2", "-t", "order:123").exit_code == 0  # heads differ
+    alone = []  # what each source's copy holds when made alone
+    for source in ("order:123", "c1"):
+        assert (
+            ttcli(db, "fork", "latest", "-t", source, "--to-thread", f"{source}-alone").exit_code
+            == 0
+        )
+        alone.append(
+            {
+                e["checkpoint_id"]
+                for e in data(ttcli(db, "history", "-t", f"{source}-alone", "--json"))
+            }
+        )
+    assert alone[0] != alone[1]
+    for attempt in range(4):
+        to_thread = f"race{attempt}"
+        forks = [
+            subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "ttcli",
+                    "--db",
+                    str(db),
+                    "fork",
+                    "latest",
+                    "-t",
+                    source,
+                    "--to-thread",
+                    to_thread,
+                ],
+                cwd=ROOT,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+                text=True,
+            )  # fmt: skip
+            for source in ("order:123", "c1", "order:123", "c1")
+        ]
+        errors = [fork.communicate()[1] for fork in forks]
+        codes = [fork.returncode for fork in forks]
+        assert 0 in codes and set(codes) <= {0, 2}, errors
+        copied = {e["checkpoint_id"] for e in data(ttcli(db, "history", "-t", to_thread, "--json"))}
+        assert copied in alone, f"{to_thread} merged two lineages"
+
+
 def test_a_copy_is_active_when_it_was_made_and_keeps_the_graph(db: Target) -> None:
     made_after = datetime.now(UTC).isoformat()
     copied = ttcli(db, "fork", "latest", "-t", "order:123", "--to-thread", "copy", "--json")

@@ -7,13 +7,25 @@ from ttcli.errors import CheckpointNotFoundError, CorruptValueError
 from ttcli.savers.base import BaseSaver, CheckpointTuple
 from ttcli.savers.rules import copy_checkpoint
 
-__all__ = ["copy_checkpoint", "copy_lineage", "lineage", "thread_exists"]
+__all__ = ["copy_checkpoint", "copy_lineage", "lineage", "stored_keys", "thread_exists"]
 
 
 def thread_exists(saver: BaseSaver, thread_id: str) -> bool:
     """Whether `saver` holds a checkpoint of `thread_id` in any namespace (a subgraph's
     too): a copy into it would merge two threads."""
     return any(found.thread_id == thread_id for found in saver.list_threads(thread_id))
+
+
+def stored_keys(saver: BaseSaver, thread_id: str) -> set[tuple[str, str]]:
+    """A thread's (namespace, checkpoint id) pairs in `saver`, every namespace's."""
+    return {
+        (found.checkpoint_ns, checkpoint_id)
+        for found in saver.list_threads(thread_id)
+        if found.thread_id == thread_id
+        for checkpoint_id in saver.checkpoint_ids(
+            CheckpointRef(thread_id, found.checkpoint_ns).to_config()
+        )
+    }
 
 
 def lineage(saver: BaseSaver, config: RunnableConfig) -> list[CheckpointTuple]:

@@ -10,7 +10,7 @@ from typing import Any
 
 from ttcli.configs import CheckpointRef, RunnableConfig
 from ttcli.errors import InputError
-from ttcli.ops.copy import copy_lineage, thread_exists
+from ttcli.ops.copy import copy_lineage, lineage, stored_keys, thread_exists
 from ttcli.savers.base import BaseSaver, CheckpointTuple
 from ttcli.uuid6 import id_time, new_id
 
@@ -55,13 +55,19 @@ def fork_to_thread(
             a thread; nothing is written).
     """
     source = CheckpointRef.from_config(saved.config).thread_id
+    taken = InputError(
+        f"thread '{to_thread}' already exists: --to-thread makes a new thread; pick another id"
+    )
     with saver.batch():  # the whole copy or none of it
         if thread_exists(saver, to_thread):
-            raise InputError(
-                f"thread '{to_thread}' already exists: --to-thread makes a new thread; "
-                "pick another id"
-            )
+            raise taken
         made = copy_lineage(saver, saved.config, to_thread)
+        # a fork by another process may have written the thread since the check (PostgreSQL
+        # checks and writes concurrently): the thread must hold this copy and nothing else
+        ns = CheckpointRef.from_config(made).checkpoint_ns
+        copies = {(ns, copied.checkpoint["id"]) for copied in lineage(saver, made)}
+        if stored_keys(saver, to_thread) != copies:
+            raise taken
         info = {k: v for k, v in saver.get_thread_info(source).items() if k == "target"}
         saver.set_thread_info(to_thread, {**info, COPIED_AT: now.isoformat()})
     return made

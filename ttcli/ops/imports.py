@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from ttcli.configs import CheckpointRef
 from ttcli.errors import ConfigError, NotFoundError, TtcliError
-from ttcli.ops.copy import thread_exists
+from ttcli.ops.copy import stored_keys, thread_exists
 from ttcli.ops.inspect import task_name
 from ttcli.ops.langgraph_file import LangGraphFile, Stored, is_langgraph_file, read_only_uri
 from ttcli.ops.targets import anchored
@@ -283,18 +283,6 @@ def read_langgraph(path: str, thread_id: str | None = None) -> BaseSaver:
     with closing(open_source(path)) as opened:
         import_threads(opened, saver, thread_id)
     return saver
-
-
-def stored_keys(saver: BaseSaver, thread_id: str) -> set[tuple[str, str]]:
-    """A thread's (namespace, checkpoint id) pairs in `saver`, every namespace's."""
-    return {
-        (found.checkpoint_ns, checkpoint_id)
-        for found in saver.list_threads(thread_id)
-        if found.thread_id == thread_id
-        for checkpoint_id in saver.checkpoint_ids(
-            CheckpointRef(thread_id, found.checkpoint_ns).to_config()
-        )
-    }
 
 
 def _put(saver: BaseSaver, thread_id: str, saved: Stored) -> None:
