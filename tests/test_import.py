@@ -228,7 +228,8 @@ def test_a_thread_already_there_is_skipped_when_the_same_and_refused_when_not(
     langgraph_file: Path, new_db: NewDb
 ) -> None:
     """An import cut short goes on when run again: threads it finished are skipped. A thread
-    the database holds with other checkpoints is refused, nothing written."""
+    the database holds otherwise (a pending write more in the source, or a checkpoint more
+    in the database) is refused, nothing written."""
     target = new_db("ttcli.db")
     first = ttcli(target, "--json", "import", str(langgraph_file))
     assert first.exit_code == 0
@@ -241,6 +242,18 @@ def test_a_thread_already_there_is_skipped_when_the_same_and_refused_when_not(
     assert (data(again)["threads"], data(again)["skipped"]) == (1, imported)
     threads = {t["thread_id"] for t in data(ttcli(target, "--json", "threads"))}
     assert len(threads) == imported + 1 and "zz-later" in threads
+    with closing(sqlite3.connect(langgraph_file)) as conn, conn:  # the app wrote on since
+        conn.execute(
+            "INSERT INTO writes SELECT thread_id, checkpoint_ns, checkpoint_id, 'later-task', '', "
+            "0, 'messages', 'msgpack', ? FROM checkpoints WHERE thread_id = 'zz-later' "
+            "ORDER BY checkpoint_id DESC LIMIT 1",
+            (ormsgpack.packb([]),),
+        )
+    before = dump(target)
+    written_on = ttcli(target, "import", str(langgraph_file))
+    assert written_on.exit_code == 2, written_on.stdout
+    assert "'zz-later' is already" in written_on.stderr
+    assert dump(target) == before
     assert ttcli(target, "fork", "latest", "-t", "chat").exit_code == 0
     changed = dump(target)
     refused = ttcli(target, "import", str(langgraph_file))

@@ -28,12 +28,12 @@ def import_(env: Env, source: str) -> None:
     SRC is only read. LangGraph's values are decoded without importing anything named in
     the database: LangChain messages become ttcli messages, Send and Interrupt ttcli's,
     other classes inert data {"$type": "module.Name", "data": ...}; what each node wrote is
-    derived from the pending writes. A thread already in the database with the same
-    checkpoints is skipped, so an interrupted import goes on when run again; one with other
-    checkpoints is refused (exit 2, nothing written); a value that does not decode stops
-    the import (exit 6) before any of its thread is written. The reading commands
-    (history, show, diff, tree, threads, blame, verify) also read a LangGraph SqliteSaver
-    file itself, read-only.
+    derived from the pending writes. A thread already in the database just as SRC has
+    it is skipped, so an interrupted import goes on when run again; one that differs (other
+    checkpoints, metadata or pending writes) is refused (exit 2, nothing written); a value
+    that does not decode stops the import (exit 6) before any of its thread is written. The
+    reading commands (history, show, diff, tree, threads, blame, verify) also read a
+    LangGraph SqliteSaver file itself, read-only.
 
     \b
     Example:

@@ -202,19 +202,20 @@ def import_threads(opened: Source, saver: BaseSaver, thread_id: str | None = Non
 
     Raises:
         ConfigError: `source` is `saver`'s own database, or one of its threads is already in
-            `saver` with other checkpoints (nothing is written). A thread there with the same
-            checkpoints is skipped: an interrupted import goes on where it stopped.
+            `saver` otherwise than the source has it (nothing is written). A thread there
+            just as the source has it (checkpoints, metadata, pending writes) is skipped: an
+            interrupted import goes on where it stopped.
         CorruptValueError: a value does not decode (threads before it stay imported).
     """
     if isinstance(opened, TtcliSource) and opened.saver.stores_in(saver):
         raise ConfigError(f"{opened.saver.path} is the database being imported into: nothing to do")
     thread_ids = [t for t in opened.thread_ids() if thread_id in (None, t)]
     present = [t for t in thread_ids if thread_exists(saver, t)]
-    done = {t for t in present if stored_keys(saver, t) == opened.checkpoint_keys(t)}
+    done = {t for t in present if _imported_before(opened, saver, t)}
     differing = [t for t in present if t not in done]
     if differing:
         raise ConfigError(
-            f"thread '{differing[0]}' is already in the database with other checkpoints "
+            f"thread '{differing[0]}' is already in the database, not as the source has it "
             f"({len(differing)} of the source's threads are): import into another database, "
             "or delete them first"
         )
@@ -283,6 +284,28 @@ def read_langgraph(path: str, thread_id: str | None = None) -> BaseSaver:
     with closing(open_source(path)) as opened:
         import_threads(opened, saver, thread_id)
     return saver
+
+
+def _imported_before(opened: Source, saver: BaseSaver, thread_id: str) -> bool:
+    """Whether `saver` holds the thread as importing it now would write it: the same
+    checkpoints, values, metadata and pending writes (a source still written to since,
+    with a write more, is not the same)."""
+    if stored_keys(saver, thread_id) != opened.checkpoint_keys(thread_id):
+        return False  # most threads: told apart without decoding them
+    fresh = InMemorySaver()
+    opened.copy(thread_id, fresh)
+    return _content(fresh, thread_id) == _content(saver, thread_id)
+
+
+def _content(saver: BaseSaver, thread_id: str) -> list[Any]:
+    found = []
+    for summary in sorted(saver.list_threads(thread_id), key=lambda s: s.checkpoint_ns):
+        if summary.thread_id != thread_id:
+            continue
+        for saved in saver.list(CheckpointRef(thread_id, summary.checkpoint_ns).to_config()):
+            writes = sorted(saved.pending_writes or [], key=lambda w: (w[0], w[1]))
+            found.append((saved.checkpoint, saved.metadata, saved.parent_config, writes))
+    return found
 
 
 def _put(saver: BaseSaver, thread_id: str, saved: Stored) -> None:
