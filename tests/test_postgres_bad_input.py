@@ -196,6 +196,11 @@ def test_libpq_key_value_dsns_work_and_never_show_their_password() -> None:
         "host=127.0.0.1 password=S3CRET port=abc",
         "host=127.0.0.1 password='S3 CRET' sslmode=bogus",
         "host=127.0.0.1 password=S3CRET x",
+        "postgresql://u:S3 CRET@127.0.0.1/db",
+        "postgresql://u:S3%zzCRET@127.0.0.1/db",
+        "postgresql://u:S3CRET%00@127.0.0.1/db",
+        "postgresql://127.0.0.1/db?password=S3%zzCRET",
+        'postgresql://u:S3"CRET@[::1/db',
     ],
 )
 def test_a_malformed_dsn_is_refused_without_its_password(tmp_path: Path, dsn: str) -> None:

@@ -40,6 +40,10 @@ _CONNECTING = [
 _PASSWORD = re.compile(r"(://[^:/@\s\"]*:)[^\s\"]*(@)|(password\s*=\s*)('[^']*'|[^\s\"]*)")
 
 
+#: from the first quote to the last: what libpq quotes of a DSN (a quote in it included)
+_QUOTED = re.compile(r'".*"')
+
+
 def _detail(exc: psycopg.Error) -> str:
     """The failure in one line: what follows the last "failed:", without "FATAL:", and
     without a password libpq echoed."""
@@ -72,6 +76,8 @@ def storage_error(exc: psycopg.Error, where: str, *, connecting: bool = False) -
     if isinstance(exc, psycopg.OperationalError | psycopg.ProgrammingError):
         kind = next((k for text, k in _CONNECTING if text in str(exc).lower()), None)
         if kind == "dsn" or (connecting and isinstance(exc, psycopg.ProgrammingError)):
+            # libpq quotes the part it could not parse, which may be the password or hold it
+            message = _QUOTED.sub('"..."', message)
             return ConfigError(
                 f"not a usable PostgreSQL DSN ({message}): give postgresql://USER@HOST:PORT/DB"
             )
