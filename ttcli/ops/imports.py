@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from ttcli.configs import CheckpointRef
 from ttcli.errors import ConfigError, NotFoundError, TtcliError
-from ttcli.ops.copy import stored_keys, thread_exists
+from ttcli.ops.copy import thread_exists
 from ttcli.ops.inspect import task_name
 from ttcli.ops.langgraph_file import LangGraphFile, Stored, is_langgraph_file, read_only_uri
 from ttcli.ops.targets import anchored
@@ -47,7 +47,7 @@ class ImportSummary:
     bytes_before: int = 0
     #: what the imported threads take in the ttcli database
     bytes_after: int = 0
-    #: threads the database held already, with the same checkpoints (an earlier import)
+    #: threads the database held already, just as the source has them (an earlier import)
     skipped: int = 0
 
 
@@ -57,10 +57,6 @@ class Source(Protocol):
     size: int
 
     def thread_ids(self) -> builtins.list[str]: ...
-
-    def checkpoint_keys(self, thread_id: str) -> set[tuple[str, str]]:
-        """The thread's (namespace, checkpoint id) pairs, read without decoding."""
-        ...
 
     def copy(self, thread_id: str, target: BaseSaver) -> builtins.list[str]:
         """Write the thread into `target` (in its batch); returns its namespaces."""
@@ -77,9 +73,6 @@ class LangGraphSource:
 
     def thread_ids(self) -> builtins.list[str]:
         return list(self.reader.thread_ids())
-
-    def checkpoint_keys(self, thread_id: str) -> set[tuple[str, str]]:
-        return set(self.reader.checkpoint_keys(thread_id))
 
     def copy(self, thread_id: str, target: BaseSaver) -> builtins.list[str]:
         stored = with_writes(self.reader.thread(thread_id))  # decoded before a write
@@ -101,9 +94,6 @@ class TtcliSource:
 
     def thread_ids(self) -> builtins.list[str]:
         return sorted({summary.thread_id for summary in self.saver.list_threads()})
-
-    def checkpoint_keys(self, thread_id: str) -> set[tuple[str, str]]:
-        return stored_keys(self.saver, thread_id)
 
     def copy(self, thread_id: str, target: BaseSaver) -> builtins.list[str]:
         namespaces = [s.checkpoint_ns for s in self.saver.list_threads(thread_id)
@@ -201,7 +191,7 @@ def import_threads(opened: Source, saver: BaseSaver, thread_id: str | None = Non
     value that does not decode stops the import without leaving half a thread.
 
     Raises:
-        ConfigError: `source` is `saver`'s own database, or one of its threads is already in
+        ConfigError: `opened` is `saver`'s own database, or one of its threads is already in
             `saver` otherwise than the source has it (nothing is written). A thread there
             just as the source has it (checkpoints, metadata, pending writes) is skipped: an
             interrupted import goes on where it stopped.
@@ -290,8 +280,6 @@ def _imported_before(opened: Source, saver: BaseSaver, thread_id: str) -> bool:
     """Whether `saver` holds the thread as importing it now would write it: the same
     checkpoints, values, metadata and pending writes (a source still written to since,
     with a write more, is not the same)."""
-    if stored_keys(saver, thread_id) != opened.checkpoint_keys(thread_id):
-        return False  # most threads: told apart without decoding them
     fresh = InMemorySaver()
     opened.copy(thread_id, fresh)
     return _content(fresh, thread_id) == _content(saver, thread_id)

@@ -253,22 +253,16 @@ class LangGraphFile:
         found = []
         for kind, raw in rows:
             try:
-                if kind != "text":
-                    raise ValueError
-                found.append(bytes(raw).decode("utf-8"))
-            except ValueError:
-                raise CorruptValueError(
-                    f"{self.path} holds a thread id stored as {kind} {bytes(raw or b'')[:40]!r}, "
-                    "not UTF-8 text (LangGraph writes text): nothing was imported"
-                ) from None
+                if kind == "text":
+                    found.append(bytes(raw).decode("utf-8"))
+                    continue
+            except UnicodeDecodeError:
+                pass
+            raise CorruptValueError(
+                f"{self.path} holds a thread id stored as {kind} {bytes(raw or b'')[:40]!r}, "
+                "not UTF-8 text (LangGraph writes text): nothing was imported"
+            )
         return found
-
-    def checkpoint_keys(self, thread_id: str) -> list[tuple[str, str]]:
-        """The thread's (namespace, checkpoint id) pairs, read without decoding."""
-        sql = "SELECT checkpoint_ns, checkpoint_id FROM checkpoints WHERE thread_id = ?"
-        return [
-            (str(ns), str(checkpoint_id)) for ns, checkpoint_id in self._rows(sql, (thread_id,))
-        ]
 
     def _rows(self, sql: str, params: tuple[Any, ...] = ()) -> list[Any]:
         """Raises: CorruptValueError: text that is not UTF-8, or pages that do not read

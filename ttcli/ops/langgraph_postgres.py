@@ -72,17 +72,6 @@ class LangGraphPostgres:
         rows = self.conn.execute("SELECT DISTINCT thread_id FROM checkpoints ORDER BY 1")
         return [str(row[0]) for row in rows]
 
-    def checkpoint_keys(self, thread_id: str) -> list[tuple[str, str]]:
-        """The thread's (namespace, checkpoint id) pairs, read without decoding."""
-        sql = "SELECT checkpoint_ns, checkpoint_id FROM checkpoints WHERE thread_id = %s"
-        try:
-            return [
-                (str(ns), str(checkpoint_id))
-                for ns, checkpoint_id in self.conn.execute(sql, (thread_id,))
-            ]
-        except psycopg.Error as exc:
-            raise self._error(exc) from None
-
     def thread(self, thread_id: str) -> Iterator[Stored]:
         """Every checkpoint of a thread, each namespace's oldest first (parents first)."""
         try:  # one snapshot: a LangGraph still writing cannot mix two states of the thread

@@ -36,20 +36,14 @@ _CONNECTING = [
 ]
 
 
-#: a password as libpq quotes a DSN it cannot parse: `://user:PASSWORD@`, `password=PASSWORD`
-_PASSWORD = re.compile(r"(://[^:/@\s\"]*:)[^\s\"]*(@)|(password\s*=\s*)('[^']*'|[^\s\"]*)")
-
-
 #: from the first quote to the last: what libpq quotes of a DSN (a quote in it included)
 _QUOTED = re.compile(r'".*"')
 
 
 def _detail(exc: psycopg.Error) -> str:
-    """The failure in one line: what follows the last "failed:", without "FATAL:", and
-    without a password libpq echoed."""
+    """The failure in one line: what follows the last "failed:", without "FATAL:"."""
     text = " ".join(str(exc).split()) or type(exc).__name__
     text = text.rpartition("failed: ")[2] or text
-    text = _PASSWORD.sub(lambda m: f"{m[1]}***{m[2]}" if m[1] else f"{m[3]}***", text)
     return text.removeprefix("FATAL:").strip()
 
 
