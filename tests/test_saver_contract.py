@@ -134,6 +134,11 @@ def test_list_before_limit_and_checkpoint_id(saver: BaseSaver) -> None:
         ({"step": 0.0}, [0]),
         ({"step": False}, []),
         ({"source": 1}, []),
+        ({"big": 2**64 - 1}, [1, 0, -1]),
+        ({"big": 2**63}, []),
+        ({"step": 2**64 - 1}, []),
+        ({"step": -(2**63) - 1}, []),
+        ({"step": 10**400}, []),
     ],
     ids=[
         "source",
@@ -149,10 +154,15 @@ def test_list_before_limit_and_checkpoint_id(saver: BaseSaver) -> None:
         "step-float",
         "step-bool-is-not-int",
         "source-int-is-not-text",
+        "beyond-int64",
+        "beyond-int64-other",
+        "step-beyond-int64",
+        "step-below-int64",
+        "step-beyond-float",
     ],
 )
 def test_list_filter(saver: BaseSaver, filter_: dict[str, Any], expected_steps: list[int]) -> None:
-    put_chain(saver, user="u1", nested={"deep": 3}, flag=True)
+    put_chain(saver, user="u1", nested={"deep": 3}, flag=True, big=2**64 - 1)
     found = [t.metadata["step"] for t in saver.list(config(), filter=filter_)]
     assert found == expected_steps
 

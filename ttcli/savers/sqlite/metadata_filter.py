@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
+
+#: the integers SQLite binds as INTEGER
+INT64 = (-(2**63), 2**63 - 1)
 
 #: the full metadata of a checkpoint row as JSON, as the checkpoint_list view shows it
 METADATA_SQL = """json_patch(
@@ -43,6 +47,16 @@ def filter_clause(n: int, key: str, value: Any) -> str:
 def filter_value(value: Any) -> Any:
     if isinstance(value, bool):
         return "true" if value else "false"
+    if isinstance(value, int) and not INT64[0] <= value <= INT64[1]:
+        # SQLite binds no wider integer; it reads a wider JSON number as a REAL, so compare so
+        return beyond_int64(value)
     if value is None or isinstance(value, int | float | str):
         return value
     return json.dumps(value, separators=(",", ":"))
+
+
+def beyond_int64(value: int) -> float:
+    try:
+        return float(value)
+    except OverflowError:  # beyond any REAL too: it matches nothing stored
+        return math.inf if value > 0 else -math.inf
