@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import json
 import operator
 import re
 import sqlite3
@@ -13,6 +14,7 @@ from contextlib import closing
 from pathlib import Path
 from typing import Annotated, Any, TypedDict
 
+import msgpack
 import ormsgpack
 import pydantic
 import pytest
@@ -592,3 +594,56 @@ def test_an_import_that_fails_creates_no_target(langgraph_file: Path, tmp_path: 
     assert ttcli(target, "import", str(tmp_path / "missing.sqlite")).exit_code == 3
     assert ttcli(target, "import", str(other)).exit_code == 6
     assert not target.exists()
+
+
+def _forge_checkpoint(path: Path, thread: str, change: Any) -> None:
+    """A copy of the chat thread under another id whose newest checkpoint (its blob and its
+    metadata, decoded) `change` alters in place."""
+    _forge(path, thread, ormsgpack.packb(None))
+    with closing(sqlite3.connect(path)) as conn, conn:
+        cid, blob, metadata = conn.execute(
+            "SELECT checkpoint_id, checkpoint, metadata FROM checkpoints WHERE thread_id = ? "
+            "ORDER BY checkpoint_id DESC LIMIT 1",
+            (thread,),
+        ).fetchone()
+        checkpoint = msgpack.unpackb(blob, strict_map_key=False)  # ext values kept as they are
+        meta = json.loads(metadata)
+        change(checkpoint, meta)
+        conn.execute(
+            "UPDATE checkpoints SET checkpoint = ?, metadata = ? WHERE thread_id = ? "
+            "AND checkpoint_id = ?",
+            (msgpack.packb(checkpoint), json.dumps(meta), thread, cid),
+        )
+
+
+FORGED_CHECKPOINTS = {
+    "versions-not-a-map": lambda c, m: c.update(channel_versions=[1, 2]),
+    "version-a-map": lambda c, m: c["channel_versions"].update(messages={"x": 1}),
+    "seen-not-maps": lambda c, m: c.update(versions_seen={"agent": 5}),
+    "values-not-a-map": lambda c, m: c.update(channel_values=[1]),
+    "value-key-not-text": lambda c, m: c["channel_values"].update({7: "x"}),
+    "ts-not-text": lambda c, m: c.update(ts=5),
+    "id-not-text": lambda c, m: c.update(id=5),
+    "updated-not-a-list": lambda c, m: c.update(updated_channels=5),
+    "step-not-an-int": lambda c, m: m.update(step="x"),
+    "source-not-text": lambda c, m: m.update(source=3),
+    "lone-surrogate": lambda c, m: m.update(note="\ud800"),
+}
+
+
+@pytest.mark.parametrize("change", FORGED_CHECKPOINTS.values(), ids=FORGED_CHECKPOINTS.keys())
+def test_a_checkpoint_of_forged_structure_is_named_not_a_crash(
+    langgraph_file: Path, new_db: NewDb, change: Any
+) -> None:
+    """A checkpoint whose fields are not what LangGraph writes is exit 6 in one line naming
+    it, read or imported; nothing of it is imported."""
+    _forge_checkpoint(langgraph_file, "zz-forged", change)
+    target = new_db("ttcli.db")
+    imported = ttcli(target, "import", str(langgraph_file))
+    shown = ttcli(langgraph_file, "--json", "show", "latest", "--thread", "zz-forged")
+    listed = ttcli(langgraph_file, "history", "--thread", "zz-forged")
+    for result in (imported, shown, listed):
+        assert result.exit_code == 6, result.output
+        assert "zz-forged" in result.stderr.splitlines()[-1]
+        assert "Traceback" not in result.output
+    assert "zz-forged" not in {t["thread_id"] for t in data(ttcli(target, "--json", "threads"))}

@@ -22,7 +22,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ttcli.configs import CheckpointRef
-from ttcli.errors import ConfigError, NotFoundError, TtcliError
+from ttcli.errors import (
+    ConfigError,
+    CorruptValueError,
+    NotFoundError,
+    SerializationError,
+    TtcliError,
+)
 from ttcli.ops.copy import thread_exists
 from ttcli.ops.inspect import task_name
 from ttcli.ops.langgraph_file import LangGraphFile, Stored, is_langgraph_file, read_only_uri
@@ -78,7 +84,13 @@ class LangGraphSource:
         stored = with_writes(self.reader.thread(thread_id))  # decoded before a write
         with target.batch():
             for saved in stored:
-                _put(target, thread_id, saved)
+                try:
+                    _put(target, thread_id, saved)
+                except (ConfigError, SerializationError) as exc:  # what LangGraph never writes
+                    raise CorruptValueError(
+                        f"checkpoint {saved.checkpoint['id']} of thread '{thread_id}' in "
+                        f"{self.reader.path}: {exc}"
+                    ) from None
         return sorted({saved.ns for saved in stored})
 
     def close(self) -> None:

@@ -167,7 +167,7 @@ def decode(kind: str | None, data: bytes | None) -> Any:
         return bytes(data or b"")
     try:
         if kind == "json":
-            return json.loads(data or b"null")
+            return _unicode(json.loads(data or b"null"))
         if kind == "msgpack":
             return _unpack(data or b"")
     except CorruptValueError:
@@ -185,8 +185,20 @@ def decode_metadata(data: Any) -> dict[str, Any]:
         found = json.loads(data)
     except (ValueError, TypeError):
         found = decode("msgpack", bytes(data))
-    if not isinstance(found, dict):
-        raise CorruptValueError("checkpoint metadata is not a map")
+    if not _text_keyed(found):
+        raise CorruptValueError("checkpoint metadata is not a map by name")
+    return _unicode(found)
+
+
+def _unicode(found: Any) -> Any:
+    """`found`, read from JSON, if all its text is Unicode (JSON may spell a lone surrogate,
+    which no UTF-8 database stores)."""
+    try:
+        json.dumps(found, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise CorruptValueError(f"text that is not Unicode ({exc.reason})") from None
+    except (TypeError, ValueError):  # msgpack's, whose text is UTF-8 already
+        pass
     return found
 
 
@@ -320,18 +332,52 @@ def read_only_uri(path: str) -> str:
 
 
 def checkpoint_of(found: Any) -> dict[str, Any]:
-    """LangGraph's checkpoint as ttcli's contract takes it (its `v` kept as a version)."""
+    """LangGraph's checkpoint as ttcli's contract takes it (its `v` kept as a version).
+
+    Raises:
+        CorruptValueError: fields that are not what LangGraph writes (maps of versions
+            keyed by channel name, text id and ts, a list of updated channels).
+    """
     if not isinstance(found, dict) or not {"id", "ts", "channel_versions"} <= set(found):
         raise CorruptValueError("a checkpoint that is not a LangGraph checkpoint")
-    versions = dict(found["channel_versions"])
+    values = found.get("channel_values") or {}
+    seen = found.get("versions_seen") or {}
+    updated = found.get("updated_channels")
+    versions = _versions(found["channel_versions"], "channel_versions")
+    for field_name in ("id", "ts"):
+        if not isinstance(found[field_name], str):
+            raise CorruptValueError(f"the checkpoint's {field_name} is not text")
+    if not (_text_keyed(values) and _text_keyed(seen)):
+        raise CorruptValueError("channel_values or versions_seen is not a map by name")
+    if updated is not None and not _text_list(updated):
+        raise CorruptValueError("updated_channels is not a list of channel names")
     if found.get("v", 1) != 1:
         versions[V_CHANNEL] = found["v"]
     return {
         "v": 1,
         "id": found["id"],
         "ts": found["ts"],
-        "channel_values": dict(found.get("channel_values") or {}),
+        "channel_values": dict(values),
         "channel_versions": versions,
-        "versions_seen": dict(found.get("versions_seen") or {}),
-        "updated_channels": found.get("updated_channels"),
+        "versions_seen": {
+            node: _versions(v, f"versions_seen of {node}") for node, v in seen.items()
+        },
+        "updated_channels": updated,
     }
+
+
+def _versions(found: Any, what: str) -> dict[str, Any]:
+    """A map of channel name -> version (a number or text, as LangGraph's savers make)."""
+    if not _text_keyed(found) or not all(
+        isinstance(v, int | float | str) and not isinstance(v, bool) for v in found.values()
+    ):
+        raise CorruptValueError(f"{what} is not a map of channel name to version")
+    return dict(found)
+
+
+def _text_keyed(found: Any) -> bool:
+    return isinstance(found, dict) and all(isinstance(k, str) for k in found)
+
+
+def _text_list(found: Any) -> bool:
+    return isinstance(found, list) and all(isinstance(k, str) for k in found)

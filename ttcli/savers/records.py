@@ -183,15 +183,21 @@ def decode_pending(data: bytes | None, names: Names) -> dict[str, tuple[str, Tas
         raise CorruptValueError(f"pending writes have the wrong shape ({exc})") from None
 
 
+def source_and_step(metadata: Mapping[str, Any]) -> tuple[str, int]:
+    """The two metadata keys every checkpoint has, which the SQL databases keep as columns."""
+    source, step = metadata.get("source"), metadata.get("step")
+    if not isinstance(source, str) or not isinstance(step, int) or isinstance(step, bool):
+        raise SerializationError("checkpoint metadata needs a text 'source' and an integer 'step'")
+    return source, step
+
+
 def metadata_columns(metadata: Mapping[str, Any]) -> tuple[str, int, str | None, str | None]:
     """(source, step, writers JSON, other keys JSON) for a checkpoint row.
 
     The row keeps `parents` only when it is not `{}`, and marks keys the metadata lacks
     (parents, writes) with null, so reading rebuilds exactly what was stored.
     """
-    source, step = metadata.get("source"), metadata.get("step")
-    if not isinstance(source, str) or not isinstance(step, int) or isinstance(step, bool):
-        raise SerializationError("checkpoint metadata needs a text 'source' and an integer 'step'")
+    source, step = source_and_step(metadata)
     writes = metadata.get("writes")
     writers = _json_list(writes) if isinstance(writes, Mapping) else None
     extra = {k: v for k, v in metadata.items() if k not in ("source", "step", "parents", "writes")}

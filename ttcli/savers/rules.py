@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from ttcli.configs import CheckpointRef
 from ttcli.errors import AnswerConflictError, ConfigError, InvalidFilterError, SerializationError
+from ttcli.savers.records import source_and_step
 from ttcli.uuid6 import canonical_bytes
 
 if TYPE_CHECKING:
@@ -158,12 +159,15 @@ def _with_writes(
     return saved, written
 
 
-def check_metadata(metadata: Mapping[str, Any]) -> None:
+def check_metadata(metadata: Mapping[str, Any]) -> tuple[str, int]:
     """Metadata is JSON in the SQL databases, where a NaN or an infinity would break every
-    filtered list: refused on every saver, as SerializationError."""
+    filtered list, and its `source` and `step` are columns there: refused on every saver,
+    as SerializationError. Returns (source, step)."""
+    source, step = source_and_step(metadata)
     try:
         json.dumps(metadata, allow_nan=False, default=repr)
     except ValueError as exc:
         raise SerializationError(
             f"cannot store checkpoint metadata: {exc}; use JSON values"
         ) from None
+    return source, step
