@@ -185,9 +185,10 @@ def decode_metadata(data: Any) -> dict[str, Any]:
         found = json.loads(data)
     except (ValueError, TypeError):
         found = decode("msgpack", bytes(data))
-    if not _text_keyed(found):
+    if not isinstance(found, dict) or not _text_keyed(found):
         raise CorruptValueError("checkpoint metadata is not a map by name")
-    return _unicode(found)
+    _unicode(found)
+    return found
 
 
 def _unicode(found: Any) -> Any:
