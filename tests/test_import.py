@@ -647,3 +647,31 @@ def test_a_checkpoint_of_forged_structure_is_named_not_a_crash(
         assert "zz-forged" in result.stderr.splitlines()[-1]
         assert "Traceback" not in result.output
     assert "zz-forged" not in {t["thread_id"] for t in data(ttcli(target, "--json", "threads"))}
+
+
+@pytest.mark.parametrize("command", ["import", "history", "threads"])
+def test_a_langgraph_file_another_process_holds_locked_is_busy(
+    langgraph_file: Path, tmp_path: Path, command: str
+) -> None:
+    """A writer holding the file's lock (an exclusive lock keeps out even WAL readers) is
+    waited for --busy-timeout, then exit 5 "busy" (retry), not "not a LangGraph file"."""
+    holder = sqlite3.connect(langgraph_file, isolation_level=None)
+    holder.execute("PRAGMA locking_mode=EXCLUSIVE")
+    holder.execute("BEGIN EXCLUSIVE")
+    try:
+        if command == "import":
+            result = ttcli(
+                tmp_path / "new.db", "import", str(langgraph_file), "--busy-timeout", "0.1"
+            )
+        else:
+            result = (
+                ttcli(langgraph_file, command, "-t", "chat", "--busy-timeout", "0.1")
+                if (command == "history")
+                else ttcli(langgraph_file, command, "--busy-timeout", "0.1")
+            )
+    finally:
+        holder.close()
+    assert result.exit_code == 5, result.output
+    assert "busy" in result.stderr.splitlines()[-1] and "Traceback" not in result.output
+    assert not (tmp_path / "new.db").exists()
+    assert ttcli(tmp_path / "new.db", "import", str(langgraph_file)).exit_code == 0

@@ -249,7 +249,7 @@ class Env:
             except DatabaseBusyError:
                 raise
             except StorageError as exc:
-                self._langgraph_kind = kind = _langgraph_kind(self.db)
+                self._langgraph_kind = kind = _langgraph_kind(self.db, self.busy_timeout)
                 if kind:
                     source = "DSN" if is_dsn(self.db) else self.db
                     raise LangGraphFileError(
@@ -284,7 +284,7 @@ class Env:
 
             kind = self._langgraph_kind
             click.echo(f"note: {self.shown} is a LangGraph {kind}, read-only", err=True)
-            self._langgraph = read_langgraph(self.db, thread_id)
+            self._langgraph = read_langgraph(self.db, thread_id, self.busy_timeout)
         return self._langgraph
 
     def close(self) -> None:
@@ -292,10 +292,10 @@ class Env:
             self._saver.close()
 
 
-def _langgraph_kind(db: str) -> str | None:
+def _langgraph_kind(db: str, busy_timeout: float) -> str | None:
     from ttcli.ops.imports import langgraph_kind
 
-    return langgraph_kind(db)
+    return langgraph_kind(db, busy_timeout)
 
 
 pass_env = click.make_pass_decorator(Env)

@@ -38,6 +38,8 @@ from ttcli.savers.locate import is_dsn, open_saver
 from ttcli.savers.memory import InMemorySaver
 from ttcli.savers.rules import copy_checkpoint
 from ttcli.savers.sql.saver import SqlSaver
+from ttcli.savers.sql.transactions import DEFAULT_BUSY_TIMEOUT
+from ttcli.savers.sqlite.errors import is_busy, storage_error
 
 if TYPE_CHECKING:
     from ttcli.ops.langgraph_postgres import LangGraphPostgres
@@ -125,27 +127,33 @@ class TtcliSource:
         self.saver.close()
 
 
-def open_source(source: str) -> Source:
+def open_source(source: str, busy_timeout: float = DEFAULT_BUSY_TIMEOUT) -> Source:
     """The database at `source`, opened to be read only.
 
     Raises:
-        NotFoundError: no file there. StorageError: a database neither LangGraph's nor
-            ttcli's, or one that cannot be opened.
+        NotFoundError: no file there. DatabaseBusyError: a writer holds it locked past
+            `busy_timeout`. StorageError: a database neither LangGraph's nor ttcli's, or
+            one that cannot be opened.
     """
     if is_dsn(source):
         return _postgres_source(source)
     if not Path(source).is_file():
         raise NotFoundError(f"no database at {source}")
-    if _is_ttcli_file(source):
-        return TtcliSource(open_saver(source, readonly=True), Path(source).resolve().parent)
-    return LangGraphSource(LangGraphFile(source))
+    if _is_ttcli_file(source, busy_timeout):
+        return TtcliSource(
+            open_saver(source, busy_timeout=busy_timeout, readonly=True),
+            Path(source).resolve().parent,
+        )
+    return LangGraphSource(LangGraphFile(source, busy_timeout))
 
 
-def _is_ttcli_file(path: str) -> bool:
+def _is_ttcli_file(path: str, busy_timeout: float) -> bool:
     try:
-        with closing(sqlite3.connect(read_only_uri(path), uri=True)) as c:
+        with closing(sqlite3.connect(read_only_uri(path), timeout=busy_timeout, uri=True)) as c:
             tables = {row[0] for row in c.execute("SELECT name FROM sqlite_master")}
-    except sqlite3.Error:
+    except sqlite3.Error as exc:
+        if is_busy(exc):
+            raise storage_error(exc, path) from None
         return False
     return {"threads", "blobs", "names"} <= tables
 
@@ -180,11 +188,11 @@ def _langgraph_postgres(dsn: str) -> LangGraphPostgres | None:
     return None
 
 
-def langgraph_kind(db: str) -> str | None:
+def langgraph_kind(db: str, busy_timeout: float = DEFAULT_BUSY_TIMEOUT) -> str | None:
     """Which LangGraph database `db` names ("SqliteSaver file", "PostgresSaver database"), or
     None: the reading commands read those into memory, the writing ones refuse them."""
     if not is_dsn(db):
-        return "SqliteSaver file" if is_langgraph_file(db) else None
+        return "SqliteSaver file" if is_langgraph_file(db, busy_timeout) else None
     try:
         found = _langgraph_postgres(db)
     except (ImportError, TtcliError):
@@ -274,7 +282,9 @@ def _outputs(saved: Stored, start: bool) -> dict[str, Any]:
     return found
 
 
-def read_langgraph(path: str, thread_id: str | None = None) -> BaseSaver:
+def read_langgraph(
+    path: str, thread_id: str | None = None, busy_timeout: float = DEFAULT_BUSY_TIMEOUT
+) -> BaseSaver:
     """Every thread of the LangGraph file at `path` (or only `thread_id`), decoded into
     memory as `import` would copy them: the reading commands work on a LangGraph file
     without changing it.
@@ -283,7 +293,7 @@ def read_langgraph(path: str, thread_id: str | None = None) -> BaseSaver:
         CorruptValueError: a value does not decode.
     """
     saver = InMemorySaver()
-    with closing(open_source(path)) as opened:
+    with closing(open_source(path, busy_timeout)) as opened:
         import_threads(opened, saver, thread_id)
     return saver
 

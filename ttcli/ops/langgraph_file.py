@@ -24,8 +24,10 @@ from typing import Any
 
 import msgpack
 
-from ttcli.errors import CorruptValueError, NotFoundError, StorageError
+from ttcli.errors import CorruptValueError, DatabaseBusyError, NotFoundError, StorageError
 from ttcli.savers.serde import OBJECT, TypedData, ext_hooks
+from ttcli.savers.sql.transactions import DEFAULT_BUSY_TIMEOUT
+from ttcli.savers.sqlite.errors import is_busy, storage_error
 from ttcli.values import Interrupt, Message, Send, rebuild
 
 # LangGraph's ext codes (jsonplus.py): part of its file format
@@ -227,7 +229,8 @@ _WRITE_COLUMNS = frozenset(
 class LangGraphFile:
     """A LangGraph SqliteSaver file, opened read-only."""
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, busy_timeout: float = DEFAULT_BUSY_TIMEOUT) -> None:
+        """Raises: DatabaseBusyError: a writer holds the file locked past `busy_timeout`."""
         if not Path(path).is_file():
             raise NotFoundError(f"no LangGraph file at {path}")
         self.path = path
@@ -237,12 +240,14 @@ class LangGraphFile:
             if Path(path + suffix).exists()
         )
         try:
-            self.conn = sqlite3.connect(read_only_uri(path), uri=True)
+            self.conn = sqlite3.connect(read_only_uri(path), timeout=busy_timeout, uri=True)
             columns = {
                 table: {row[1] for row in self.conn.execute(f"PRAGMA table_info({table})")}
                 for table in ("checkpoints", "writes")  # constants, not input
             }
         except sqlite3.Error as exc:
+            if is_busy(exc):
+                raise storage_error(exc, path) from None
             raise StorageError(f"{path} is not a LangGraph SQLite file ({exc})") from None
         if not (
             _CHECKPOINT_COLUMNS <= columns["checkpoints"] and _WRITE_COLUMNS <= columns["writes"]
@@ -283,6 +288,8 @@ class LangGraphFile:
         try:
             return self.conn.execute(sql, params).fetchall()
         except sqlite3.Error as exc:
+            if is_busy(exc):
+                raise storage_error(exc, self.path) from None
             raise CorruptValueError(
                 f"{self.path} does not read ({exc}): if a program is writing it, stop it or "
                 "copy the file, then run again"
@@ -316,10 +323,14 @@ class LangGraphFile:
             task[1].append((str(channel), decode(kind, value)))
 
 
-def is_langgraph_file(path: str) -> bool:
-    """Whether `path` is a LangGraph SqliteSaver file (its tables are there)."""
+def is_langgraph_file(path: str, busy_timeout: float = DEFAULT_BUSY_TIMEOUT) -> bool:
+    """Whether `path` is a LangGraph SqliteSaver file (its tables are there).
+
+    Raises: DatabaseBusyError: a writer holds it locked past `busy_timeout`."""
     try:
-        LangGraphFile(path).close()
+        LangGraphFile(path, busy_timeout).close()
+    except DatabaseBusyError:
+        raise
     except (StorageError, NotFoundError):
         return False
     return True

@@ -10,7 +10,7 @@ from ttcli.errors import DatabaseBusyError, StorageError
 def storage_error(exc: sqlite3.Error, path: str) -> StorageError:
     """The ttcli error for a sqlite3 failure: busy, read-only, not a database, or other."""
     message = str(exc)
-    if "locked" in message or "busy" in message:
+    if is_busy(exc):
         return DatabaseBusyError(f"{path} is busy: another process holds its lock; retry later")
     if "readonly" in message:
         return StorageError(
@@ -20,3 +20,9 @@ def storage_error(exc: sqlite3.Error, path: str) -> StorageError:
     if "not a database" in message or "malformed" in message:
         return StorageError(f"{path} is not a ttcli database ({message})")
     return StorageError(f"{path}: {message}")
+
+
+def is_busy(exc: sqlite3.Error) -> bool:
+    """Whether another connection's lock stopped the statement (worth a retry)."""
+    message = str(exc)
+    return "locked" in message or "busy" in message
