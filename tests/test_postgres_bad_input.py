@@ -186,6 +186,38 @@ def test_libpq_key_value_dsns_work_and_never_show_their_password() -> None:
     secret = make_conninfo("", **{**parts, "port": "1", "password": "S3CRET"})
     down = ttcli(secret, "threads")
     assert down.exit_code == 5 and "S3CRET" not in down.stderr
+    # a key=value DSN may start with any of libpq's keys, not only host, port, dbname...
+    ssl_first = make_conninfo("", **{"sslmode": "disable", **parts})
+    assert ssl_first.startswith("sslmode=")
+    assert data(ttcli(ssl_first, "threads", "--json"))[0]["thread_id"] == "kv"
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "postgresql+psycopg://u:S3CRET@127.0.0.1/test",
+        "postgres+psycopg2://u:S3CRET@127.0.0.1/test",
+        "mysql://u:S3CRET@127.0.0.1/test",
+    ],
+)
+def test_a_url_ttcli_does_not_open_is_refused_without_its_password(
+    tmp_path: Path, url: str
+) -> None:
+    """SQLAlchemy's spelling, or another database's URL, is exit 2 naming the scheme alone:
+    not "no database at <the URL and its password>", nor a SQLite file made of it."""
+    db = tmp_path / "ttcli.db"
+    ttcli(db, "run", ORDER_AGENT, "-t", "o", "--input", json.dumps(ORDER))
+    for args in (
+        [url, "threads"],
+        [url, "run", ORDER_AGENT, "-t", "o", "--input", json.dumps(ORDER)],
+        [db, "import", url],
+        [url, "import", str(db)],
+        [db, "prune", "--older-than", "0s", "--archive", url, "--yes"],
+    ):
+        result = ttcli(*args)
+        assert (result.exit_code, result.stderr.count("\n")) == (2, 1), (args, result.stderr)
+        assert "S3CRET" not in result.stderr and "postgresql://user@host" in result.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ttcli.db"]
 
 
 @pytest.mark.parametrize(

@@ -229,8 +229,9 @@ class Env:
 
     def saver(self, *, create: bool = False) -> SqlSaver:
         """The database, opened once; only commands that write may create it."""
-        from ttcli.savers.locate import is_dsn, open_saver
+        from ttcli.savers.locate import is_dsn, open_saver, refuse_other_urls
 
+        refuse_other_urls(self.db)
         if self._saver is None and not is_dsn(self.db):
             try:
                 exists = self.db == ":memory:" or Path(self.db).exists()

@@ -34,7 +34,7 @@ from ttcli.ops.inspect import task_name
 from ttcli.ops.langgraph_file import LangGraphFile, Stored, is_langgraph_file, read_only_uri
 from ttcli.ops.targets import anchored
 from ttcli.savers.base import BaseSaver, Checkpoint
-from ttcli.savers.locate import is_dsn, open_saver
+from ttcli.savers.locate import is_dsn, open_saver, refuse_other_urls
 from ttcli.savers.memory import InMemorySaver
 from ttcli.savers.rules import copy_checkpoint
 from ttcli.savers.sql.saver import SqlSaver
@@ -135,6 +135,7 @@ def open_source(source: str, busy_timeout: float = DEFAULT_BUSY_TIMEOUT) -> Sour
             `busy_timeout`. StorageError: a database neither LangGraph's nor ttcli's, or
             one that cannot be opened.
     """
+    refuse_other_urls(source)
     if is_dsn(source):
         return _postgres_source(source)
     if not Path(source).is_file():

@@ -12,14 +12,33 @@ from ttcli.savers.sql.saver import SqlSaver
 from ttcli.savers.sql.transactions import DEFAULT_BUSY_TIMEOUT
 
 _SCHEMES = ("postgresql://", "postgres://")
-#: libpq's key=value connection string, as `psql` takes it
-_KEY_VALUE = re.compile(r"^\s*(host|hostaddr|port|dbname|user|password|service)\s*=")
+#: libpq's key=value connection string, as `psql` takes it, starting with any of its keys
+_KEY_VALUE = re.compile(
+    r"^\s*(host|hostaddr|port|dbname|user|password|passfile|service|options|"
+    r"application_name|fallback_application_name|client_encoding|connect_timeout|"
+    r"keepalives\w*|tcp_user_timeout|replication|target_session_attrs|load_balance_hosts|"
+    r"require_auth|channel_binding|ssl\w*|requiressl|requirepeer|krbsrvname|gss\w*)\s*="
+)
+#: a URL of another scheme than libpq's: never a file path, and it may hold a password
+_OTHER_URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 
 
 def is_dsn(target: str | Path) -> bool:
     return isinstance(target, str) and (
         target.lower().startswith(_SCHEMES) or _KEY_VALUE.match(target) is not None
     )
+
+
+def refuse_other_urls(target: str | Path) -> None:
+    """Raises: InputError: `target` is a URL ttcli does not open (SQLAlchemy's
+    `postgresql+psycopg://`, `mysql://`, ...), named by its scheme alone."""
+    found = _OTHER_URL.match(target) if isinstance(target, str) else None
+    if found and not is_dsn(target):
+        raise InputError(
+            f"{found.group(0)}... is not a database ttcli opens: give a SQLite file path or "
+            "a PostgreSQL DSN as libpq spells it, postgresql://user@host/dbname (not "
+            "SQLAlchemy's postgresql+psycopg://)"
+        )
 
 
 def names_lasting_file(target: str | Path) -> bool:
@@ -47,6 +66,7 @@ def open_saver(
     target: str | Path, *, busy_timeout: float = DEFAULT_BUSY_TIMEOUT, readonly: bool = False
 ) -> SqlSaver:
     """The saver of a SQLite file or a PostgreSQL DSN (the latter needs ttcli[postgres])."""
+    refuse_other_urls(target)
     if is_dsn(target):
         try:
             from ttcli.savers.postgres import PostgresSaver
