@@ -355,7 +355,7 @@ def test_a_thread_id_that_is_not_text_stops_the_import(
     result = ttcli(target, "import", str(langgraph_file))
     assert (result.exit_code, result.stderr.count("\n")) == (6, 1), result.stderr
     assert "thread id" in result.stderr
-    assert data(ttcli(target, "--json", "threads")) == []
+    assert ttcli(target, "threads").exit_code == 3  # no database made
 
 
 def test_a_file_that_is_not_a_langgraph_file(tmp_path: Path, new_db: NewDb) -> None:
@@ -593,6 +593,9 @@ def test_an_import_that_fails_creates_no_target(langgraph_file: Path, tmp_path: 
     target = tmp_path / "ttcli.db"
     assert ttcli(target, "import", str(tmp_path / "missing.sqlite")).exit_code == 3
     assert ttcli(target, "import", str(other)).exit_code == 6
+    with closing(sqlite3.connect(langgraph_file)) as conn, conn:  # its thread ids do not read
+        conn.execute("UPDATE checkpoints SET thread_id = CAST(thread_id AS BLOB)")
+    assert ttcli(target, "import", str(langgraph_file)).exit_code == 6
     assert not target.exists()
 
 

@@ -78,9 +78,14 @@ class LangGraphSource:
 
     def __init__(self, reader: Any) -> None:
         self.reader, self.size = reader, reader.size
+        try:  # read on opening: a source whose thread ids do not read creates no target
+            self.ids = list(reader.thread_ids())
+        except BaseException:
+            reader.close()
+            raise
 
     def thread_ids(self) -> builtins.list[str]:
-        return list(self.reader.thread_ids())
+        return self.ids
 
     def copy(self, thread_id: str, target: BaseSaver) -> builtins.list[str]:
         stored = with_writes(self.reader.thread(thread_id))  # decoded before a write
