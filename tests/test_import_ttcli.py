@@ -43,3 +43,13 @@ def test_a_database_is_not_imported_into_itself(db: Target) -> None:
     result = ttcli(db, "import", str(db))
     assert result.exit_code == 2
     assert "is the database being imported into" in result.stderr
+
+
+def test_a_second_import_skips_what_is_there_and_counts_only_what_it_imports(
+    db: Target, tmp_path: Path
+) -> None:
+    target: Target = tmp_path / "moved.db" if isinstance(db, str) else new_dsn()
+    first = data(ttcli(target, "import", str(db), "--json"))
+    again = data(ttcli(target, "import", str(db), "--json"))
+    assert first["threads"] >= 1 and first["bytes_before"] > 0
+    assert again == {**{k: 0 for k in first}, "skipped": first["threads"]}

@@ -62,9 +62,12 @@ class ImportSummary:
 class Source(Protocol):
     """Threads to import, each read whole before any of it is written."""
 
-    size: int
-
     def thread_ids(self) -> builtins.list[str]: ...
+
+    def bytes_of(self, thread_ids: builtins.list[str]) -> int:
+        """What the source takes: a LangGraph database whole (its file with its WAL, or its
+        tables), a ttcli database the threads named."""
+        ...
 
     def copy(self, thread_id: str, target: BaseSaver) -> builtins.list[str]:
         """Write the thread into `target` (in its batch); returns its namespaces."""
@@ -77,7 +80,7 @@ class LangGraphSource:
     """A LangGraph database: its checkpoints decoded into inert data, then stored."""
 
     def __init__(self, reader: Any) -> None:
-        self.reader, self.size = reader, reader.size
+        self.reader = reader
         try:  # read on opening: a source whose thread ids do not read creates no target
             self.ids = list(reader.thread_ids())
         except BaseException:
@@ -86,6 +89,9 @@ class LangGraphSource:
 
     def thread_ids(self) -> builtins.list[str]:
         return self.ids
+
+    def bytes_of(self, thread_ids: builtins.list[str]) -> int:
+        return int(self.reader.size)
 
     def copy(self, thread_id: str, target: BaseSaver) -> builtins.list[str]:
         stored = with_writes(self.reader.thread(thread_id))  # decoded before a write
@@ -109,10 +115,18 @@ class TtcliSource:
     recorded with each thread (its graph TARGET, whole)."""
 
     def __init__(self, saver: SqlSaver, folder: Path | None) -> None:
-        self.saver, self.size, self.folder = saver, 0, folder
+        self.saver, self.folder = saver, folder
 
     def thread_ids(self) -> builtins.list[str]:
         return sorted({summary.thread_id for summary in self.saver.list_threads()})
+
+    def bytes_of(self, thread_ids: builtins.list[str]) -> int:
+        wanted = set(thread_ids)
+        return sum(
+            self.saver.thread_bytes(CheckpointRef(s.thread_id, s.checkpoint_ns).to_config()) or 0
+            for s in self.saver.list_threads()
+            if s.thread_id in wanted
+        )
 
     def copy(self, thread_id: str, target: BaseSaver) -> builtins.list[str]:
         namespaces = [s.checkpoint_ns for s in self.saver.list_threads(thread_id)
@@ -120,7 +134,6 @@ class TtcliSource:
         with target.batch():
             for ns in namespaces:
                 ref = CheckpointRef(thread_id, ns)
-                self.size += self.saver.thread_bytes(ref.to_config()) or 0
                 for saved in reversed(builtins.list(self.saver.list(ref.to_config()))):
                     copy_checkpoint(self.saver, saved, target, ref)
             info = self.saver.get_thread_info(thread_id)
@@ -245,7 +258,7 @@ def import_threads(opened: Source, saver: BaseSaver, thread_id: str | None = Non
             config = CheckpointRef(thread_id, ns).to_config()
             summary.checkpoints += saver.count_checkpoints(config)
             summary.bytes_after += saver.thread_bytes(config) or 0
-    summary.bytes_before = opened.size
+    summary.bytes_before = opened.bytes_of(thread_ids)
     return summary
 
 
