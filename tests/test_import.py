@@ -678,3 +678,39 @@ def test_a_langgraph_file_another_process_holds_locked_is_busy(
     assert "busy" in result.stderr.splitlines()[-1] and "Traceback" not in result.output
     assert not (tmp_path / "new.db").exists()
     assert ttcli(tmp_path / "new.db", "import", str(langgraph_file)).exit_code == 0
+
+
+@pytest.mark.parametrize("spell", [str.upper, lambda i: "{" + i + "}"], ids=["upper", "braced"])
+def test_ids_spelled_otherwise_import_canonical_and_an_import_run_again_skips_them(
+    langgraph_file: Path, new_db: NewDb, spell: Any
+) -> None:
+    """A UUID is one id however it is spelled: stored upper case or braced (by hand, or by
+    another tool), it is read and imported lowercase and dashed, and found there again."""
+    with closing(sqlite3.connect(langgraph_file)) as conn, conn:
+        conn.create_function("spell", 1, lambda i: None if i is None else spell(i))
+        rows = conn.execute(
+            "SELECT checkpoint_id, checkpoint FROM checkpoints WHERE thread_id = 'chat' "
+            "ORDER BY checkpoint_id"
+        ).fetchall()
+        for cid, blob in rows:
+            checkpoint = msgpack.unpackb(blob, strict_map_key=False)
+            checkpoint["id"] = spell(cid)
+            conn.execute(
+                "UPDATE checkpoints SET checkpoint = ? WHERE checkpoint_id = ?",
+                (msgpack.packb(checkpoint), cid),
+            )
+        conn.execute(
+            "UPDATE checkpoints SET checkpoint_id = spell(checkpoint_id), "
+            "parent_checkpoint_id = spell(parent_checkpoint_id) WHERE thread_id = 'chat'"
+        )
+        conn.execute(
+            "UPDATE writes SET checkpoint_id = spell(checkpoint_id) WHERE thread_id = 'chat'"
+        )
+    read = data(ttcli(langgraph_file, "--json", "history", "-t", "chat"))
+    assert [r["checkpoint_id"] for r in read] == [str(uuid.UUID(i)) for i, _ in rows][::-1]
+    target = new_db("ttcli.db")
+    assert ttcli(target, "import", str(langgraph_file)).exit_code == 0
+    again = ttcli(target, "--json", "import", str(langgraph_file))
+    assert again.exit_code == 0, again.stderr
+    assert data(again)["threads"] == 0
+    assert data(ttcli(target, "--json", "history", "-t", "chat")) == read

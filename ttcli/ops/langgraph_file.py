@@ -28,6 +28,7 @@ from ttcli.errors import CorruptValueError, DatabaseBusyError, NotFoundError, St
 from ttcli.savers.serde import OBJECT, TypedData, ext_hooks
 from ttcli.savers.sql.transactions import DEFAULT_BUSY_TIMEOUT
 from ttcli.savers.sqlite.errors import is_busy, storage_error
+from ttcli.uuid6 import canonical_bytes
 from ttcli.values import Interrupt, Message, Send, rebuild
 
 # LangGraph's ext codes (jsonplus.py): part of its file format
@@ -306,7 +307,7 @@ class LangGraphFile:
             where = f"checkpoint {checkpoint_id} of thread '{thread_id}'"
             try:
                 saved = Stored(ns, checkpoint_of(decode(kind, blob)), decode_metadata(metadata),
-                               parent_id)  # fmt: skip
+                               canonical_id(parent_id))  # fmt: skip
                 self._writes(thread_id, ns, checkpoint_id, saved)
             except CorruptValueError as exc:
                 raise CorruptValueError(f"{where} in {self.path}: {exc}") from None
@@ -367,7 +368,7 @@ def checkpoint_of(found: Any) -> dict[str, Any]:
         versions[V_CHANNEL] = found["v"]
     return {
         "v": 1,
-        "id": found["id"],
+        "id": canonical_id(found["id"]),
         "ts": found["ts"],
         "channel_values": dict(values),
         "channel_versions": versions,
@@ -376,6 +377,18 @@ def checkpoint_of(found: Any) -> dict[str, Any]:
         },
         "updated_channels": updated,
     }
+
+
+def canonical_id(found: Any) -> Any:
+    """A UUID id as ttcli's databases hand it back (lowercase, dashed): one stored `{...}` or
+    upper case would read back otherwise than it was imported, and an import run again would
+    not find it there."""
+    if isinstance(found, str) and canonical_bytes(found) is None:
+        try:
+            return str(uuid.UUID(found))
+        except ValueError:
+            pass
+    return found
 
 
 def _versions(found: Any, what: str) -> dict[str, Any]:

@@ -13,7 +13,13 @@ import psycopg
 from psycopg.types.json import Jsonb
 
 from ttcli.errors import CorruptValueError, TtcliError
-from ttcli.ops.langgraph_file import Stored, checkpoint_of, decode, decode_metadata
+from ttcli.ops.langgraph_file import (
+    Stored,
+    canonical_id,
+    checkpoint_of,
+    decode,
+    decode_metadata,
+)
 from ttcli.savers.postgres.connection import display_name
 from ttcli.savers.postgres.errors import storage_error
 
@@ -100,7 +106,7 @@ class LangGraphPostgres:
                 ns,
                 checkpoint_of({**doc, "channel_values": values}),
                 decode_metadata(meta if isinstance(meta, str | bytes) else json.dumps(meta)),
-                parent,
+                canonical_id(parent),
             )
             for task_id, path, channel, kind, blob in self.conn.execute(
                 _WRITES, (thread_id, ns, checkpoint_id)
