@@ -8,7 +8,7 @@ import re
 import textwrap
 from pathlib import Path
 
-from tests.clitools import data, ttcli
+from tests.clitools import Target, data, ttcli
 from tests.conftest import NewDb
 
 SUBGRAPH = textwrap.dedent(
@@ -112,3 +112,39 @@ def test_prune_counts_a_thread_once_however_many_namespaces_it_has(
     assert plan.stdout.splitlines()[-1].startswith("would prune 8 checkpoints in 1 threads")
     done = ttcli(db, "prune", "--idle", "0s", "--yes")
     assert done.stdout.startswith("pruned 8 checkpoints in 1 threads, freed "), done.stdout
+
+
+def test_a_paused_subgraph_is_copied_with_its_thread_and_resumes_there(
+    tmp_path: Path, new_db: NewDb
+) -> None:
+    """fork --to-thread of a checkpoint whose task paused inside a subgraph copies the
+    subgraph's checkpoints of that run too: the new thread resumes where the question was
+    asked (the subgraph's first node does not run again), and the source stays paused."""
+    db, target = new_db("t.db"), tmp_path / "sub.py"
+    target.write_text(SUBGRAPH)
+    assert ttcli(db, "run", f"{target}:graph", "-t", "s", "--input", '{"log": []}').exit_code == 4
+    copied = ttcli(db, "fork", "latest", "-t", "s", "--to-thread", "s2")
+    assert copied.exit_code == 0, copied.stderr
+    copies = _namespaces(db, "s2")
+    assert copies == _namespaces(db, "s") and ("child", 3) in copies
+    done = ttcli(db, "resume", "-t", "s2", "--value", '"yes"')
+    assert done.exit_code == 0, done.stderr
+    assert 'log: ["pre", "pre", "first", "asked:yes"]' in done.stdout
+    assert ttcli(db, "verify").exit_code == 0
+    still = ttcli(db, "resume", "-t", "s", "--value", '"no"')
+    assert 'log: ["pre", "pre", "first", "asked:no"]' in still.stdout
+
+
+def test_a_fork_before_the_subgraph_ran_copies_none_of_it(tmp_path: Path, new_db: NewDb) -> None:
+    db, target = new_db("t.db"), tmp_path / "sub.py"
+    target.write_text(SUBGRAPH)
+    ttcli(db, "run", f"{target}:graph", "-t", "s", "--input", '{"log": []}')
+    assert ttcli(db, "fork", "latest~1", "-t", "s", "--to-thread", "s2").exit_code == 0
+    assert [ns for ns, _ in _namespaces(db, "s2")] == [""]
+
+
+def _namespaces(db: Target, thread: str) -> list[tuple[str, int]]:
+    """(namespace's node, checkpoints) of each of a thread's namespaces."""
+    found = data(ttcli(db, "threads", "--json"))
+    return [(t["checkpoint_ns"].split(":")[0], t["checkpoints"]) for t in found
+            if t["thread_id"] == thread]  # fmt: skip

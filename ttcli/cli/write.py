@@ -294,8 +294,9 @@ def _scratch_copy(saved: CheckpointTuple) -> InMemorySaver:
 @pass_env
 def fork(env: Env, ref: str, thread: str, ns: str, to_thread: str | None) -> None:
     """Start a new branch at checkpoint REF: a `fork` checkpoint, a copy of REF, becomes the
-    thread's head (the old branch stays). With --to-thread, copy REF and its ancestors into
-    a new thread (an existing one is refused), recording where they came from.
+    thread's head (the old branch stays). With --to-thread, copy REF and its ancestors, and
+    the subgraphs their tasks ran, into a new thread (an existing one is refused),
+    recording where they came from.
 
     \b
     Example:

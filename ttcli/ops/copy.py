@@ -4,10 +4,18 @@ from __future__ import annotations
 
 from ttcli.configs import CheckpointRef, RunnableConfig
 from ttcli.errors import CheckpointNotFoundError, CorruptValueError
+from ttcli.ops.subgraphs import is_below
 from ttcli.savers.base import BaseSaver, CheckpointTuple
 from ttcli.savers.rules import copy_checkpoint
 
-__all__ = ["copy_checkpoint", "copy_lineage", "lineage", "stored_keys", "thread_exists"]
+__all__ = [
+    "copy_checkpoint",
+    "copy_lineage",
+    "lineage",
+    "stored_keys",
+    "thread_exists",
+    "with_subgraphs",
+]
 
 
 def thread_exists(saver: BaseSaver, thread_id: str) -> bool:
@@ -54,8 +62,26 @@ def lineage(saver: BaseSaver, config: RunnableConfig) -> list[CheckpointTuple]:
     return found[::-1]
 
 
+def with_subgraphs(saver: BaseSaver, config: RunnableConfig) -> list[CheckpointTuple]:
+    """`lineage`, then the subgraphs its tasks ran: the checkpoints of the namespaces below
+    (at any depth) whose `parents` name one of the lineage's, each namespace's oldest first."""
+    ref = CheckpointRef.from_config(config)
+    chain = lineage(saver, config)
+    planned_at = {saved.checkpoint["id"] for saved in chain}
+    for summary in saver.list_threads(ref.thread_id):
+        ns = summary.checkpoint_ns
+        if summary.thread_id != ref.thread_id or not is_below(ns, ref.checkpoint_ns):
+            continue
+        for saved in reversed(list(saver.list(CheckpointRef(ref.thread_id, ns).to_config()))):
+            if (saved.metadata.get("parents") or {}).get(ref.checkpoint_ns) in planned_at:
+                chain.append(saved)
+    return chain
+
+
 def copy_lineage(saver: BaseSaver, config: RunnableConfig, to_thread: str) -> RunnableConfig:
-    """Copy a checkpoint and its ancestors into thread `to_thread` of the same saver.
+    """Copy a checkpoint, its ancestors and the subgraphs their tasks ran (`with_subgraphs`:
+    a task paused inside a subgraph resumes in the copy) into thread `to_thread` of the
+    same saver.
 
     Every copy keeps its id, values and pending writes; its metadata gains `copied_from`,
     the source thread. Other branches and later checkpoints are not copied.
@@ -64,10 +90,15 @@ def copy_lineage(saver: BaseSaver, config: RunnableConfig, to_thread: str) -> Ru
         The config of the copied checkpoint in the new thread.
     """
     source_ref = CheckpointRef.from_config(config)
-    target_ref = CheckpointRef(to_thread, source_ref.checkpoint_ns)
-    chain = lineage(saver, config)
+    chain = with_subgraphs(saver, config)
     for saved in chain:
+        ns = CheckpointRef.from_config(saved.config).checkpoint_ns
         copy_checkpoint(
-            saver, saved, saver, target_ref, extra_metadata={"copied_from": source_ref.thread_id}
+            saver,
+            saved,
+            saver,
+            CheckpointRef(to_thread, ns),
+            extra_metadata={"copied_from": source_ref.thread_id},
         )
-    return target_ref.at(chain[-1].checkpoint["id"]).to_config()
+    head = lineage(saver, config)[-1].checkpoint["id"]
+    return CheckpointRef(to_thread, source_ref.checkpoint_ns).at(head).to_config()

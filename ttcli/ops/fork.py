@@ -10,7 +10,7 @@ from typing import Any
 
 from ttcli.configs import CheckpointRef, RunnableConfig
 from ttcli.errors import InputError
-from ttcli.ops.copy import copy_lineage, lineage, stored_keys, thread_exists
+from ttcli.ops.copy import copy_lineage, stored_keys, thread_exists, with_subgraphs
 from ttcli.savers.base import BaseSaver, CheckpointTuple
 from ttcli.uuid6 import id_time, new_id
 
@@ -64,8 +64,8 @@ def fork_to_thread(
         made = copy_lineage(saver, saved.config, to_thread)
         # a fork by another process may have written the thread since the check (PostgreSQL
         # checks and writes concurrently): the thread must hold this copy and nothing else
-        ns = CheckpointRef.from_config(made).checkpoint_ns
-        copies = {(ns, copied.checkpoint["id"]) for copied in lineage(saver, made)}
+        copies = {(CheckpointRef.from_config(c.config).checkpoint_ns, c.checkpoint["id"])
+                  for c in with_subgraphs(saver, made)}  # fmt: skip
         if stored_keys(saver, to_thread) != copies:
             raise taken
         info = {k: v for k, v in saver.get_thread_info(source).items() if k == "target"}

@@ -60,9 +60,13 @@ def _parts(ns: str) -> list[str]:
     return [part for part in ns.split(NS_SEP) if NS_END in part] if ns else []
 
 
+def is_below(ns: str, above: str) -> bool:
+    """Whether namespace `ns` is a subgraph's, at any depth, inside namespace `above`."""
+    return ns != above and (not above or ns.startswith(above + NS_SEP))
+
+
 def _directly_below(ns: str, above: str) -> bool:
-    inside = not above or ns.startswith(above + NS_SEP)
-    return inside and len(_parts(ns)) == len(_parts(above)) + 1
+    return is_below(ns, above) and len(_parts(ns)) == len(_parts(above)) + 1
 
 
 def _task_part(ns: str) -> str:
