@@ -26,6 +26,7 @@ from tests.pg import new_dsn
 pytest.importorskip("langgraph.checkpoint.sqlite")
 
 from langchain_core.messages import AIMessage, BaseMessage  # noqa: E402
+from langgraph.channels.delta import DeltaChannel  # noqa: E402
 from langgraph.checkpoint.postgres import PostgresSaver  # noqa: E402
 from langgraph.checkpoint.sqlite import SqliteSaver  # noqa: E402
 from langgraph.graph import END, START, MessagesState, StateGraph  # noqa: E402
@@ -714,3 +715,27 @@ def test_ids_spelled_otherwise_import_canonical_and_an_import_run_again_skips_th
     assert again.exit_code == 0, again.stderr
     assert data(again)["threads"] == 0
     assert data(ttcli(target, "--json", "history", "-t", "chat")) == read
+
+
+class _Items(TypedDict):
+    items: Annotated[list[int], DeltaChannel(operator.add)]
+
+
+def test_the_first_checkpoint_of_a_delta_channel_reads_and_imports(
+    tmp_path: Path, new_db: NewDb
+) -> None:
+    """LangGraph's DeltaChannel, run with durability="exit", writes a checkpoint whose
+    metadata is `{"step": -2}` alone: a file LangGraph wrote reads and imports as it is."""
+    builder = StateGraph(_Items)
+    builder.add_node("a", lambda s: {"items": [1]})
+    builder.add_edge(START, "a")
+    builder.add_edge("a", END)
+    path = tmp_path / "delta.sqlite"
+    with SqliteSaver.from_conn_string(str(path)) as saver:
+        builder.compile(checkpointer=saver).invoke({"items": [0]}, _cfg("d"), durability="exit")
+    read = data(ttcli(path, "--json", "history", "-t", "d"))
+    assert [row["step"] for row in read] == [1, -2]
+    target = new_db("ttcli.db")
+    assert ttcli(target, "import", str(path)).exit_code == 0
+    assert data(ttcli(target, "--json", "history", "-t", "d")) == read
+    assert data(ttcli(target, "--json", "import", str(path)))["skipped"] == 1

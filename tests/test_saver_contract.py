@@ -560,3 +560,25 @@ def test_deletes_in_a_batch_that_fails_are_undone(saver: BaseSaver, delete: str)
         raise RuntimeError("the caller's block fails after the delete")
     assert listed(saver, config("t")) == ids[::-1]
     assert saver.get_thread_info("t") == {"owner": "a"}
+
+
+def test_metadata_without_a_source_reads_back_without_one(saver: BaseSaver) -> None:
+    """LangGraph's DeltaChannel writes a first checkpoint whose metadata is a step alone."""
+    checkpoint = make_checkpoint(-2)
+    saver.put(config(), checkpoint, {"step": -2}, {})
+    found = saver.get_tuple(config("t", checkpoint["id"]))
+    assert found is not None and found.metadata == {"step": -2}
+    assert [t.metadata for t in saver.list(config(), filter={"step": -2})] == [{"step": -2}]
+
+
+@pytest.mark.parametrize(
+    "metadata",
+    [{"source": 3, "step": 0}, {"source": "loop"}, {"source": "loop", "step": 2**63}],
+    ids=["source-not-text", "no-step", "step-beyond-64-bits"],
+)
+def test_metadata_without_a_storable_step_or_source_is_refused(
+    saver: BaseSaver, metadata: dict[str, Any]
+) -> None:
+    with pytest.raises(SerializationError, match="needs an integer 'step'"):
+        saver.put(config(), make_checkpoint(0), metadata, {})
+    assert saver.get_tuple(config()) is None

@@ -184,10 +184,20 @@ def decode_pending(data: bytes | None, names: Names) -> dict[str, tuple[str, Tas
 
 
 def source_and_step(metadata: Mapping[str, Any]) -> tuple[str, int]:
-    """The two metadata keys every checkpoint has, which the SQL databases keep as columns."""
-    source, step = metadata.get("source"), metadata.get("step")
-    if not isinstance(source, str) or not isinstance(step, int) or isinstance(step, bool):
-        raise SerializationError("checkpoint metadata needs a text 'source' and an integer 'step'")
+    """The metadata keys the SQL databases keep as columns: `step`, a 64-bit integer every
+    checkpoint has, and `source`, text, "" when absent (LangGraph's DeltaChannel writes a
+    first checkpoint with a step alone)."""
+    source, step = metadata.get("source", ""), metadata.get("step")
+    if (
+        not isinstance(source, str)
+        or not isinstance(step, int)
+        or isinstance(step, bool)
+        or not -(2**63) <= step < 2**63
+    ):
+        raise SerializationError(
+            "checkpoint metadata needs an integer 'step' (64 bits) and, if it has a 'source', "
+            "a text one"
+        )
     return source, step
 
 
@@ -195,7 +205,7 @@ def metadata_columns(metadata: Mapping[str, Any]) -> tuple[str, int, str | None,
     """(source, step, writers JSON, other keys JSON) for a checkpoint row.
 
     The row keeps `parents` only when it is not `{}`, and marks keys the metadata lacks
-    (parents, writes) with null, so reading rebuilds exactly what was stored.
+    (parents, writes, source) with null, so reading rebuilds exactly what was stored.
     """
     source, step = source_and_step(metadata)
     writes = metadata.get("writes")
@@ -207,6 +217,8 @@ def metadata_columns(metadata: Mapping[str, Any]) -> tuple[str, int, str | None,
         extra["parents"] = metadata["parents"]
     if "writes" not in metadata:
         extra["writes"] = None
+    if "source" not in metadata:
+        extra["source"] = None
     try:
         # NaN and infinities are not JSON: no database's JSON functions would read them back
         other = (

@@ -159,15 +159,14 @@ def _with_writes(
     return saved, written
 
 
-def check_metadata(metadata: Mapping[str, Any]) -> tuple[str, int]:
+def check_metadata(metadata: Mapping[str, Any]) -> None:
     """Metadata is JSON in the SQL databases, where a NaN or an infinity would break every
     filtered list, and its `source` and `step` are columns there: refused on every saver,
-    as SerializationError. Returns (source, step)."""
-    source, step = source_and_step(metadata)
+    as SerializationError."""
+    source_and_step(metadata)
     try:
         json.dumps(metadata, allow_nan=False, default=repr)
     except ValueError as exc:
         raise SerializationError(
             f"cannot store checkpoint metadata: {exc}; use JSON values"
         ) from None
-    return source, step
