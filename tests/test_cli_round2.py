@@ -627,3 +627,18 @@ def test_going_on_with_a_graph_without_the_node_a_stored_send_names_is_exit_2(
 
 
 READ_BACK = [["history", "-t", "f", "--json"], ["show", "latest", "-t", "f", "--json"]]
+
+
+def test_file_uris_and_paths_that_look_like_urls_are_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Only a URL that names no folder is refused as one: SQLite's file: URIs, and a path
+    under a folder called `bk:`, are files as they always were."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "bk:").mkdir()
+    for db, path in ((f"file://{tmp_path}/uri.db", "uri.db"), ("bk://n.db", "bk:/n.db")):
+        ran = ttcli(db, "run", ORDER_AGENT, "-t", "o", "--input", json.dumps(ORDER))
+        assert ran.exit_code == 0, (db, ran.stderr)
+        assert [t["thread_id"] for t in data(ttcli(path, "threads", "--json"))] == ["o"]
+    refused = ttcli("s3://bucket/x.db", "threads")
+    assert refused.exit_code == 2 and "s3://... is not a database" in refused.stderr

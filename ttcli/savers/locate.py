@@ -19,8 +19,8 @@ _KEY_VALUE = re.compile(
     r"keepalives\w*|tcp_user_timeout|replication|target_session_attrs|load_balance_hosts|"
     r"require_auth|channel_binding|ssl\w*|requiressl|requirepeer|krbsrvname|gss\w*)\s*="
 )
-#: a URL of another scheme than libpq's: never a file path, and it may hold a password
-_OTHER_URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
+#: a URL of another scheme than libpq's (a letter and `:` alone is a Windows drive)
+_OTHER_URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]+)://")
 
 
 def is_dsn(target: str | Path) -> bool:
@@ -31,14 +31,23 @@ def is_dsn(target: str | Path) -> bool:
 
 def refuse_other_urls(target: str | Path) -> None:
     """Raises: InputError: `target` is a URL ttcli does not open (SQLAlchemy's
-    `postgresql+psycopg://`, `mysql://`, ...), named by its scheme alone."""
+    `postgresql+psycopg://`, `mysql://`, ...), named by its scheme alone, as it may hold a
+    password. SQLite's `file:` URIs, and a path whose folder exists, are files."""
     found = _OTHER_URL.match(target) if isinstance(target, str) else None
-    if found and not is_dsn(target):
-        raise InputError(
-            f"{found.group(0)}... is not a database ttcli opens: give a SQLite file path or "
-            "a PostgreSQL DSN as libpq spells it, postgresql://user@host/dbname (not "
-            "SQLAlchemy's postgresql+psycopg://)"
-        )
+    if not found or is_dsn(target) or found.group(1).lower() == "file":
+        return
+    try:
+        if Path(target).parent.exists():
+            return
+    except OSError:  # a name too long for a path, say: not one
+        pass
+    scheme = found.group(0)
+    spelling = "postgresql://user@host/dbname"
+    raise InputError(
+        f"{scheme}... is not a database ttcli opens: give a SQLite file path or a PostgreSQL "
+        + (f"DSN as libpq spells it, {spelling} (not SQLAlchemy's {scheme})" if "+" in scheme
+           else f"DSN, {spelling}")
+    )  # fmt: skip
 
 
 def names_lasting_file(target: str | Path) -> bool:
