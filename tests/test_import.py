@@ -9,6 +9,8 @@ import json
 import operator
 import re
 import sqlite3
+import subprocess
+import sys
 import uuid
 from contextlib import closing
 from pathlib import Path
@@ -739,3 +741,42 @@ def test_the_first_checkpoint_of_a_delta_channel_reads_and_imports(
     assert ttcli(target, "import", str(path)).exit_code == 0
     assert data(ttcli(target, "--json", "history", "-t", "d")) == read
     assert data(ttcli(target, "--json", "import", str(path)))["skipped"] == 1
+
+
+SPILL = """
+import os, sqlite3, sys, time
+conn = sqlite3.connect(sys.argv[1], isolation_level=None)
+conn.execute("PRAGMA cache_size=1")  # uncommitted pages go to the file itself
+conn.execute("BEGIN IMMEDIATE")
+conn.execute("UPDATE checkpoints SET checkpoint_ns = 'uncommitted' WHERE thread_id = 'chat'")
+for i in range(300):
+    conn.execute("INSERT INTO writes VALUES ('zz', '', 'x', 't', '', ?, 'c', 'bytes', ?)",
+                 (i, os.urandom(4000)))
+print("spilled", flush=True)
+time.sleep(30)
+"""
+
+
+def test_a_rollback_journal_file_mid_write_is_busy_not_read_uncommitted(
+    langgraph_file: Path, tmp_path: Path
+) -> None:
+    """A LangGraph file in rollback-journal mode whose writer has spilled uncommitted pages
+    into it is waited for, then exit 5; what the writer had not committed is never read."""
+    with closing(sqlite3.connect(langgraph_file)) as conn:
+        conn.execute("PRAGMA journal_mode=DELETE")
+    with subprocess.Popen(
+        [sys.executable, "-c", SPILL, str(langgraph_file)], stdout=subprocess.PIPE, text=True
+    ) as writer:
+        try:
+            assert writer.stdout is not None and writer.stdout.readline() == "spilled\n"
+            target = tmp_path / "new.db"
+            imported = ttcli(target, "import", str(langgraph_file), "--busy-timeout", "0.2")
+            listed = ttcli(langgraph_file, "threads", "--busy-timeout", "0.2")
+        finally:
+            writer.kill()
+    for result in (imported, listed):
+        assert result.exit_code == 5, result.output
+        assert "busy" in result.stderr.splitlines()[-1]
+    assert not target.exists()
+    threads = data(ttcli(langgraph_file, "--json", "threads"))
+    assert "uncommitted" not in {t["checkpoint_ns"] for t in threads}

@@ -338,10 +338,22 @@ def is_langgraph_file(path: str, busy_timeout: float = DEFAULT_BUSY_TIMEOUT) -> 
 
 
 def read_only_uri(path: str) -> str:
-    """Read-only; with no WAL file beside it (no writer has it open), immutable as well, so
-    that reading leaves no `-wal` or `-shm` file next to it."""
+    """Read-only; a file in WAL mode with no WAL file beside it (no writer has it open)
+    immutable as well, so that reading leaves no `-wal` or `-shm` file next to it. Never a
+    file in rollback-journal mode: its writer puts uncommitted pages in the file itself,
+    which only its locks keep readers from."""
     uri = f"{Path(path).resolve().as_uri()}?mode=ro"
-    return uri if Path(path + "-wal").exists() else f"{uri}&immutable=1"
+    wal_mode = _header(path)[18:20] == b"\x02\x02"
+    return f"{uri}&immutable=1" if wal_mode and not Path(path + "-wal").exists() else uri
+
+
+def _header(path: str) -> bytes:
+    """The first 100 bytes of a SQLite file (bytes 18 and 19 are 2 in WAL mode)."""
+    try:
+        with open(path, "rb") as file:
+            return file.read(100)
+    except OSError:
+        return b""
 
 
 def checkpoint_of(found: Any) -> dict[str, Any]:
