@@ -634,6 +634,10 @@ FORGED_CHECKPOINTS = {
     "step-not-an-int": lambda c, m: m.update(step="x"),
     "source-not-text": lambda c, m: m.update(source=3),
     "lone-surrogate": lambda c, m: m.update(note="\ud800"),
+    "tasks-not-sends": lambda c, m: c["channel_values"].update(__pregel_tasks=5),
+    "version-nan": lambda c, m: c["channel_versions"].update(messages=float("nan")),
+    "versions-numbers-and-text": lambda c, m: c["versions_seen"].update(x={"messages": 1}),
+    "step-beyond-64-bits": lambda c, m: m.update(step=2**63),
 }
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import math
 import sqlite3
 import uuid
 from collections.abc import Callable, Iterator
@@ -25,6 +26,7 @@ from typing import Any
 import msgpack
 
 from ttcli.errors import CorruptValueError, DatabaseBusyError, NotFoundError, StorageError
+from ttcli.graph.constants import TASKS
 from ttcli.savers.serde import OBJECT, TypedData, ext_hooks
 from ttcli.savers.sql.transactions import DEFAULT_BUSY_TIMEOUT
 from ttcli.savers.sqlite.errors import is_busy, storage_error
@@ -376,6 +378,12 @@ def checkpoint_of(found: Any) -> dict[str, Any]:
         raise CorruptValueError("channel_values or versions_seen is not a map by name")
     if updated is not None and not _text_list(updated):
         raise CorruptValueError("updated_channels is not a list of channel names")
+    sends = values.get(TASKS) or []
+    if not isinstance(sends, list) or not all(isinstance(send, Send) for send in sends):
+        raise CorruptValueError(f"{TASKS} is not a list of Sends")
+    seen = {node: _versions(v, f"versions_seen of {node}") for node, v in seen.items()}
+    if len({type(v) is str for m in (versions, *seen.values()) for v in m.values()}) > 1:
+        raise CorruptValueError("versions are numbers and text at once")
     if found.get("v", 1) != 1:
         versions[V_CHANNEL] = found["v"]
     return {
@@ -384,9 +392,7 @@ def checkpoint_of(found: Any) -> dict[str, Any]:
         "ts": found["ts"],
         "channel_values": dict(values),
         "channel_versions": versions,
-        "versions_seen": {
-            node: _versions(v, f"versions_seen of {node}") for node, v in seen.items()
-        },
+        "versions_seen": seen,
         "updated_channels": updated,
     }
 
@@ -404,9 +410,12 @@ def canonical_id(found: Any) -> Any:
 
 
 def _versions(found: Any, what: str) -> dict[str, Any]:
-    """A map of channel name -> version (a number or text, as LangGraph's savers make)."""
+    """A map of channel name -> version (text, or a finite number: a NaN would never equal
+    itself again), as LangGraph's savers make."""
     if not _text_keyed(found) or not all(
-        isinstance(v, int | float | str) and not isinstance(v, bool) for v in found.values()
+        isinstance(v, str)
+        or (isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v))
+        for v in found.values()
     ):
         raise CorruptValueError(f"{what} is not a map of channel name to version")
     return dict(found)
