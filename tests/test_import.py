@@ -784,3 +784,28 @@ def test_a_rollback_journal_file_mid_write_is_busy_not_read_uncommitted(
     assert not target.exists()
     threads = data(ttcli(langgraph_file, "--json", "threads"))
     assert "uncommitted" not in {t["checkpoint_ns"] for t in threads}
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        "jsonb_set(checkpoint, '{channel_values}', '[1]')",
+        "jsonb_set(checkpoint, '{channel_versions}', '[1, 2]')",
+        "jsonb_set(checkpoint, '{ts}', '5')",
+    ],
+    ids=["values-not-an-object", "versions-not-an-object", "ts-not-text"],
+)
+def test_a_forged_langgraph_postgres_checkpoint_is_named_not_a_crash(
+    tmp_path: Path, change: str
+) -> None:
+    import psycopg
+
+    dsn = _langgraph_postgres()
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(f"UPDATE checkpoints SET checkpoint = {change} WHERE thread_id = 'chat'")
+    for result in (
+        ttcli(tmp_path / "new.db", "import", dsn),
+        ttcli(dsn, "history", "-t", "chat"),
+    ):
+        assert result.exit_code == 6, result.output
+        assert "thread 'chat'" in result.stderr.splitlines()[-1]

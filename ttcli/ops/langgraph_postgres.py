@@ -75,8 +75,11 @@ class LangGraphPostgres:
         self.conn.close()
 
     def thread_ids(self) -> list[str]:
-        rows = self.conn.execute("SELECT DISTINCT thread_id FROM checkpoints ORDER BY 1")
-        return [str(row[0]) for row in rows]
+        try:
+            rows = self.conn.execute("SELECT DISTINCT thread_id FROM checkpoints ORDER BY 1")
+            return [str(row[0]) for row in rows]
+        except psycopg.Error as exc:  # no SELECT on it, say
+            raise self._error(exc) from None
 
     def thread(self, thread_id: str) -> Iterator[Stored]:
         """Every checkpoint of a thread, each namespace's oldest first (parents first)."""
@@ -96,8 +99,10 @@ class LangGraphPostgres:
         try:
             if not isinstance(doc, dict):
                 raise CorruptValueError("a checkpoint that is not a JSON object")
-            values = dict(doc.get("channel_values") or {})
-            versions = doc.get("channel_versions") or {}
+            values, versions = doc.get("channel_values") or {}, doc.get("channel_versions")
+            if not isinstance(values, dict) or not isinstance(versions, dict):
+                raise CorruptValueError("channel_values or channel_versions is not an object")
+            values = dict(values)
             blobs = self.conn.execute(_BLOBS, (Jsonb(versions), thread_id, ns))
             for channel, kind, blob in blobs:
                 if kind != "empty":
