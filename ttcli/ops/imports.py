@@ -39,7 +39,7 @@ from ttcli.savers.memory import InMemorySaver
 from ttcli.savers.rules import copy_checkpoint
 from ttcli.savers.sql.saver import SqlSaver
 from ttcli.savers.sql.transactions import DEFAULT_BUSY_TIMEOUT
-from ttcli.savers.sqlite.errors import is_busy, storage_error
+from ttcli.savers.sqlite.errors import raise_if_busy
 
 if TYPE_CHECKING:
     from ttcli.ops.langgraph_postgres import LangGraphPostgres
@@ -171,8 +171,7 @@ def _is_ttcli_file(path: str, busy_timeout: float) -> bool:
         with closing(sqlite3.connect(read_only_uri(path), timeout=busy_timeout, uri=True)) as c:
             tables = {row[0] for row in c.execute("SELECT name FROM sqlite_master")}
     except sqlite3.Error as exc:
-        if is_busy(exc):
-            raise storage_error(exc, path) from None
+        raise_if_busy(exc, path)
         return False
     return {"threads", "blobs", "names"} <= tables
 

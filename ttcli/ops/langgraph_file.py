@@ -29,7 +29,7 @@ from ttcli.errors import CorruptValueError, DatabaseBusyError, NotFoundError, St
 from ttcli.graph.constants import TASKS
 from ttcli.savers.serde import OBJECT, TypedData, ext_hooks
 from ttcli.savers.sql.transactions import DEFAULT_BUSY_TIMEOUT
-from ttcli.savers.sqlite.errors import is_busy, storage_error
+from ttcli.savers.sqlite.errors import raise_if_busy
 from ttcli.uuid6 import canonical_bytes
 from ttcli.values import Interrupt, Message, Send, rebuild
 
@@ -249,8 +249,7 @@ class LangGraphFile:
                 for table in ("checkpoints", "writes")  # constants, not input
             }
         except sqlite3.Error as exc:
-            if is_busy(exc):
-                raise storage_error(exc, path) from None
+            raise_if_busy(exc, path)
             raise StorageError(f"{path} is not a LangGraph SQLite file ({exc})") from None
         if not (
             _CHECKPOINT_COLUMNS <= columns["checkpoints"] and _WRITE_COLUMNS <= columns["writes"]
@@ -291,8 +290,7 @@ class LangGraphFile:
         try:
             return self.conn.execute(sql, params).fetchall()
         except sqlite3.Error as exc:
-            if is_busy(exc):
-                raise storage_error(exc, self.path) from None
+            raise_if_busy(exc, self.path)
             raise CorruptValueError(
                 f"{self.path} does not read ({exc}): if a program is writing it, stop it or "
                 "copy the file, then run again"

@@ -26,3 +26,10 @@ def is_busy(exc: sqlite3.Error) -> bool:
     """Whether another connection's lock stopped the statement (worth a retry)."""
     message = str(exc)
     return "locked" in message or "busy" in message
+
+
+def raise_if_busy(exc: sqlite3.Error, path: str) -> None:
+    """Raises: DatabaseBusyError: `exc` is another connection's lock (see `is_busy`); a
+    reader of another program's file says so before it calls the file anything else."""
+    if is_busy(exc):
+        raise storage_error(exc, path) from None
