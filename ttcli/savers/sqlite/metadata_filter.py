@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import json
 import math
+import sqlite3
 from typing import Any
 
 #: the integers SQLite binds as INTEGER
 INT64 = (-(2**63), 2**63 - 1)
+#: whether `->` gives a JSON value's text as written (SQLite 3.38 and later)
+JSON_TEXT = sqlite3.sqlite_version_info >= (3, 38)
 
 #: the full metadata of a checkpoint row as JSON, as the checkpoint_list view shows it
 METADATA_SQL = """json_patch(
@@ -37,6 +40,9 @@ def filter_clause(n: int, key: str, value: Any) -> str:
         return f"{extract} IS NULL"
     if isinstance(value, bool):
         return f"{kind} = :value{n}"
+    if isinstance(value, int) and not INT64[0] <= value <= INT64[1] and JSON_TEXT:
+        # SQLite reads such an integer as a REAL, equal to its neighbours: compare its text
+        return f"{kind} = 'integer' AND ({METADATA_SQL} -> :path{n}) = :value{n}"
     if isinstance(value, int | float):
         return f"{kind} IN ('integer', 'real') AND {extract} = :value{n}"
     if isinstance(value, str):
@@ -48,14 +54,15 @@ def filter_value(value: Any) -> Any:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, int) and not INT64[0] <= value <= INT64[1]:
-        # SQLite binds no wider integer; it reads a wider JSON number as a REAL, so compare so
-        return beyond_int64(value)
+        # SQLite binds no wider integer: as text (the `step` column compares it as a number)
+        return str(value) if JSON_TEXT else beyond_int64(value)
     if value is None or isinstance(value, int | float | str):
         return value
     return json.dumps(value, separators=(",", ":"))
 
 
 def beyond_int64(value: int) -> float:
+    """Before SQLite 3.38, a wider integer compared as the REAL SQLite reads it as."""
     try:
         return float(value)
     except OverflowError:  # beyond any REAL too: it matches nothing stored
