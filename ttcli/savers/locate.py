@@ -17,7 +17,8 @@ _KEY_VALUE = re.compile(
     r"^\s*(host|hostaddr|port|dbname|user|password|passfile|service|options|"
     r"application_name|fallback_application_name|client_encoding|connect_timeout|"
     r"keepalives\w*|tcp_user_timeout|replication|target_session_attrs|load_balance_hosts|"
-    r"require_auth|channel_binding|ssl\w*|requiressl|requirepeer|krbsrvname|gss\w*)\s*="
+    r"require_auth|channel_binding|ssl\w*|requiressl|requirepeer|krbsrvname|gss\w*|"
+    r"oauth\w*|m(in|ax)_protocol_version|scram_\w*)\s*="
 )
 #: a URL of another scheme than libpq's (a letter and `:` alone is a Windows drive)
 _OTHER_URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]+)://")
