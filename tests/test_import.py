@@ -809,3 +809,23 @@ def test_a_forged_langgraph_postgres_checkpoint_is_named_not_a_crash(
     ):
         assert result.exit_code == 6, result.output
         assert "thread 'chat'" in result.stderr.splitlines()[-1]
+
+
+def test_a_thread_id_longer_than_a_database_stores_is_named(
+    langgraph_file: Path, tmp_path: Path
+) -> None:
+    """LangGraph stores thread ids of any length, ttcli up to 1,024 bytes: exit 6 naming the
+    file and the id, nothing imported (it was exit 2 'thread prefix ... use a shorter one')."""
+    with closing(sqlite3.connect(langgraph_file)) as conn, conn:
+        for table in ("checkpoints", "writes"):
+            conn.execute(
+                f"UPDATE {table} SET thread_id = ? WHERE thread_id = 'chat'", ("x" * 1100,)
+            )
+    target = tmp_path / "new.db"
+    for result in (ttcli(target, "import", str(langgraph_file)), ttcli(langgraph_file, "threads")):
+        assert (result.exit_code, result.stderr.splitlines()[-1]) == (
+            6,
+            f"Error: {langgraph_file} holds thread 'xxxxxxxxxxxxxxxxxxxx'... of 1,100 bytes, "
+            "over the 1,024 a ttcli database stores: nothing was imported",
+        )
+    assert not target.exists()

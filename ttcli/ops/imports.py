@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ttcli.configs import CheckpointRef
+from ttcli.configs import MAX_TEXT_BYTES, CheckpointRef, check_text
 from ttcli.errors import (
     ConfigError,
     CorruptValueError,
@@ -83,6 +83,8 @@ class LangGraphSource:
         self.reader = reader
         try:  # read on opening: a source whose thread ids do not read creates no target
             self.ids = list(reader.thread_ids())
+            for thread_id in self.ids:
+                _storable(thread_id, reader.path)
         except BaseException:
             reader.close()
             raise
@@ -108,6 +110,18 @@ class LangGraphSource:
 
     def close(self) -> None:
         self.reader.close()
+
+
+def _storable(thread_id: str, path: str) -> None:
+    """Raises: CorruptValueError: a thread id no ttcli database stores (LangGraph's have no
+    limit): named before anything is imported."""
+    try:
+        check_text(thread_id, "thread id")
+    except ConfigError:
+        raise CorruptValueError(
+            f"{path} holds thread {thread_id[:20]!r}... of {len(thread_id.encode()):,} bytes, "
+            f"over the {MAX_TEXT_BYTES:,} a ttcli database stores: nothing was imported"
+        ) from None
 
 
 class TtcliSource:
