@@ -630,6 +630,7 @@ FORGED_CHECKPOINTS = {
     "value-key-not-text": lambda c, m: c["channel_values"].update({7: "x"}),
     "ts-not-text": lambda c, m: c.update(ts=5),
     "id-not-text": lambda c, m: c.update(id=5),
+    "id-not-a-uuid": lambda c, m: c.update(id="abc"),
     "updated-not-a-list": lambda c, m: c.update(updated_channels=5),
     "step-not-an-int": lambda c, m: m.update(step="x"),
     "source-not-text": lambda c, m: m.update(source=3),

@@ -382,11 +382,14 @@ def checkpoint_of(found: Any) -> dict[str, Any]:
     seen = {node: _versions(v, f"versions_seen of {node}") for node, v in seen.items()}
     if len({type(v) is str for m in (versions, *seen.values()) for v in m.values()}) > 1:
         raise CorruptValueError("versions are numbers and text at once")
+    checkpoint_id = canonical_id(found["id"])
+    if canonical_bytes(checkpoint_id) is None:
+        raise CorruptValueError(f"the checkpoint's id {checkpoint_id[:40]!r} is not a UUID")
     if found.get("v", 1) != 1:
         versions[V_CHANNEL] = found["v"]
     return {
         "v": 1,
-        "id": canonical_id(found["id"]),
+        "id": checkpoint_id,
         "ts": found["ts"],
         "channel_values": dict(values),
         "channel_versions": versions,
