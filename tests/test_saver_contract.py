@@ -571,6 +571,10 @@ def test_metadata_without_a_source_reads_back_without_one(saver: BaseSaver) -> N
     found = saver.get_tuple(config("t", checkpoint["id"]))
     assert found is not None and found.metadata == {"step": -2}
     assert [t.metadata for t in saver.list(config(), filter={"step": -2})] == [{"step": -2}]
+    empty = make_checkpoint(0)
+    saver.put(config("t", checkpoint["id"]), empty, {"source": "", "step": 0}, {})
+    for filter_, steps in (({"source": ""}, [0]), ({"source": None}, [-2])):
+        assert [t.metadata["step"] for t in saver.list(config(), filter=filter_)] == steps
 
 
 @pytest.mark.parametrize(

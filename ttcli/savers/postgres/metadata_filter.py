@@ -18,7 +18,7 @@ METADATA_SQL = """((jsonb_build_object(
 def postgres_match(n: int, key: str, value: Any) -> tuple[str, dict[str, Any]]:
     """One metadata filter key as PostgreSQL SQL (see `statements.MetadataMatch`)."""
     bound: dict[str, Any] = {f"value{n}": value}
-    if key == "source" and isinstance(value, str):
+    if key == "source" and isinstance(value, str) and value:  # "" is also an absent source
         return f"c.source = :value{n}", bound
     if key == "step" and isinstance(value, int | float) and not isinstance(value, bool):
         return f"c.step = :value{n}", bound

@@ -30,7 +30,7 @@ def sqlite_match(n: int, key: str, value: Any) -> tuple[str, dict[str, Any]]:
 
 def filter_clause(n: int, key: str, value: Any) -> str:
     # source and step are columns: compared as they are, without building each row's JSON
-    if key == "source" and isinstance(value, str):
+    if key == "source" and isinstance(value, str) and value:  # "" is also an absent source
         return f"c.source = :value{n}"
     if key == "step" and isinstance(value, int | float) and not isinstance(value, bool):
         return f"c.step = :value{n}"
