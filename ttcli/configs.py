@@ -7,6 +7,7 @@ dicts everywhere; ttcli accepts them at the public boundary and reads them once 
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,6 +44,18 @@ def check_text(text: str, what: str) -> None:
             f"{what} {text[:20]!r}... is {size:,} bytes long, over the {MAX_TEXT_BYTES:,} a "
             "database indexes: use a shorter one (a hash of it, say)"
         )
+
+
+def unicode_error(value: Any) -> UnicodeEncodeError | None:
+    """What in JSON data `value` is text no UTF-8 file holds (a lone surrogate, which JSON
+    may spell `"\\udcff"`), or None. Data that is not JSON's is left to its own encoder."""
+    try:
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError as exc:
+        return exc
+    except (TypeError, ValueError):
+        pass
+    return None
 
 
 @dataclass(frozen=True, slots=True)

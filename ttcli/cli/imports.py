@@ -48,9 +48,8 @@ def import_(env: Env, source: str) -> None:
             f"{source} is the database being imported into, or --db {env.db} is a file "
             "SQLite keeps beside it (-wal, -shm, -journal): import into another file"
         )
-    with closing(
-        open_source(source, env.busy_timeout)
-    ) as opened:  # a source that does not open creates nothing
+    # the source opens first: one that does not open creates nothing
+    with closing(open_source(source, env.busy_timeout)) as opened:
         summary = import_threads(opened, env.saver(create=True))
     if env.format_json:
         click.echo(json.dumps(asdict(summary)))

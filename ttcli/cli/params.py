@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ttcli.configs import unicode_error
 from ttcli.errors import InputError
 
 
@@ -50,11 +51,10 @@ def _loads(text: str, what: str) -> Any:
 def _storable(value: Any, what: str) -> Any:
     """`value`, if a database can hold it: JSON can spell a lone surrogate (`"\\udcff"`),
     which no UTF-8 file holds, and integers of any size, which msgpack does not."""
-    try:
-        json.dumps(value, ensure_ascii=False).encode("utf-8")
-    except UnicodeEncodeError as exc:
+    exc = unicode_error(value)
+    if exc is not None:
         bad = ascii(exc.object[exc.start : exc.end])[1:-1]
-        raise InputError(f"{what} holds text that is not valid Unicode ({bad})") from None
+        raise InputError(f"{what} holds text that is not valid Unicode ({bad})")
     big = _first_big_integer(value)
     if big is not None:
         raise InputError(

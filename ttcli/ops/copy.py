@@ -63,19 +63,26 @@ def lineage(saver: BaseSaver, config: RunnableConfig) -> list[CheckpointTuple]:
 
 
 def with_subgraphs(saver: BaseSaver, config: RunnableConfig) -> list[CheckpointTuple]:
-    """`lineage`, then the subgraphs its tasks ran: the checkpoints of the namespaces below
-    (at any depth) whose `parents` name one of the lineage's, each namespace's oldest first."""
-    ref = CheckpointRef.from_config(config)
+    """`lineage`, then the subgraphs its tasks ran (`subgraph_runs`)."""
     chain = lineage(saver, config)
+    return chain + subgraph_runs(saver, CheckpointRef.from_config(config), chain)
+
+
+def subgraph_runs(
+    saver: BaseSaver, ref: CheckpointRef, chain: list[CheckpointTuple]
+) -> list[CheckpointTuple]:
+    """The checkpoints of the namespaces below `ref`'s (at any depth) whose `parents` name
+    one of `chain`'s, each namespace's oldest first."""
     planned_at = {saved.checkpoint["id"] for saved in chain}
+    found = []
     for summary in saver.list_threads(ref.thread_id):
         ns = summary.checkpoint_ns
         if summary.thread_id != ref.thread_id or not is_below(ns, ref.checkpoint_ns):
             continue
         for saved in reversed(list(saver.list(CheckpointRef(ref.thread_id, ns).to_config()))):
             if (saved.metadata.get("parents") or {}).get(ref.checkpoint_ns) in planned_at:
-                chain.append(saved)
-    return chain
+                found.append(saved)
+    return found
 
 
 def copy_lineage(saver: BaseSaver, config: RunnableConfig, to_thread: str) -> RunnableConfig:
@@ -90,8 +97,9 @@ def copy_lineage(saver: BaseSaver, config: RunnableConfig, to_thread: str) -> Ru
         The config of the copied checkpoint in the new thread.
     """
     source_ref = CheckpointRef.from_config(config)
-    chain = with_subgraphs(saver, config)
-    for saved in chain:
+    chain = lineage(saver, config)
+    head = chain[-1].checkpoint["id"]
+    for saved in chain + subgraph_runs(saver, source_ref, chain):
         ns = CheckpointRef.from_config(saved.config).checkpoint_ns
         copy_checkpoint(
             saver,
@@ -100,5 +108,4 @@ def copy_lineage(saver: BaseSaver, config: RunnableConfig, to_thread: str) -> Ru
             CheckpointRef(to_thread, ns),
             extra_metadata={"copied_from": source_ref.thread_id},
         )
-    head = lineage(saver, config)[-1].checkpoint["id"]
     return CheckpointRef(to_thread, source_ref.checkpoint_ns).at(head).to_config()

@@ -25,6 +25,7 @@ from typing import Any
 
 import msgpack
 
+from ttcli.configs import unicode_error
 from ttcli.errors import CorruptValueError, DatabaseBusyError, NotFoundError, StorageError
 from ttcli.graph.constants import TASKS
 from ttcli.savers.serde import OBJECT, TypedData, ext_hooks
@@ -199,12 +200,9 @@ def decode_metadata(data: Any) -> dict[str, Any]:
 def _unicode(found: Any) -> Any:
     """`found`, read from JSON, if all its text is Unicode (JSON may spell a lone surrogate,
     which no UTF-8 database stores)."""
-    try:
-        json.dumps(found, ensure_ascii=False).encode("utf-8")
-    except UnicodeEncodeError as exc:
-        raise CorruptValueError(f"text that is not Unicode ({exc.reason})") from None
-    except (TypeError, ValueError):  # msgpack's, whose text is UTF-8 already
-        pass
+    exc = unicode_error(found)  # msgpack's text is UTF-8 already
+    if exc is not None:
+        raise CorruptValueError(f"text that is not Unicode ({exc.reason})")
     return found
 
 
