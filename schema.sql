@@ -22,7 +22,8 @@
 -- ttcli's own Interrupt and Command are ext 11 under the names ttcli.runtime.commands.*.
 --
 -- The view `checkpoint_list` at the end shows checkpoints in LangGraph's terms (text ids,
--- ISO times, the full metadata as JSON) for sqlite3, sqlite-utils and datasette users.
+-- ISO times, the full metadata as JSON, less keys whose value is null) for sqlite3,
+-- sqlite-utils and datasette users.
 --
 -- ttcli applies this file to a new database and migrates older versions forward; a file whose
 -- user_version is newer than the one below is refused, never guessed at. A file holds only
@@ -77,8 +78,9 @@ CREATE TABLE checkpoints (
     step           INTEGER NOT NULL,  -- metadata.step
     writers        TEXT,              -- JSON list of the nodes in metadata.writes, or NULL
     metadata       TEXT,              -- JSON of the other metadata keys (user keys, and parents
-                                      -- unless it is {}); a null value marks a key that the
-                                      -- metadata does not have; NULL if there are none
+                                      -- unless it is {}); a null under source, parents or
+                                      -- writes marks a key the metadata does not have (a user
+                                      -- key's null is its value); NULL if there are none
     created_at     INTEGER,           -- microseconds since 1970, only if not the id's time
     state          BLOB NOT NULL,     -- msgpack [depth, channels, versions_seen, updated,
                                       -- writes]:

@@ -577,6 +577,17 @@ def test_metadata_without_a_source_reads_back_without_one(saver: BaseSaver) -> N
         assert [t.metadata["step"] for t in saver.list(config(), filter=filter_)] == steps
 
 
+def test_metadata_keys_holding_none_read_back(saver: BaseSaver) -> None:
+    """A user's key set to None is data (a reviewer not yet known), not an absent key."""
+    metadata = {"source": "input", "step": 0, "parents": {}, "reviewer": None, "a": {"b": None}}
+    checkpoint = make_checkpoint(0)
+    saver.put(config(), checkpoint, metadata, {})
+    found = saver.get_tuple(config("t", checkpoint["id"]))
+    assert found is not None and found.metadata == metadata
+    listed_ = [t.metadata for t in saver.list(config(), filter={"reviewer": None})]
+    assert listed_ == [found.metadata]
+
+
 @pytest.mark.parametrize(
     "metadata",
     [{"source": 3, "step": 0}, {"source": "loop"}, {"source": "loop", "step": 2**63}],

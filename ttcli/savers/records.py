@@ -242,10 +242,16 @@ def _json_list(names: Iterable[Any]) -> str:
         return json.dumps(list(names))
 
 
+#: the keys a row keeps apart from the other metadata, a null among which marks them absent
+_MARKED = frozenset({"source", "parents", "writes"})
+
+
 def metadata_of(source: str, step: int, other: str | None, writes: Any) -> dict[str, Any]:
+    """A row's metadata as stored; a user's key holding None stays (only the keys the row
+    keeps apart are marked absent by a null, see `metadata_columns`)."""
     metadata: dict[str, Any] = {"source": source, "step": step, "parents": {}, "writes": writes}
     for key, value in json.loads(other or "{}").items():
-        if value is None:
+        if value is None and key in _MARKED:
             metadata.pop(key, None)
         else:
             metadata[key] = value
