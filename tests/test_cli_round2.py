@@ -629,6 +629,49 @@ def test_going_on_with_a_graph_without_the_node_a_stored_send_names_is_exit_2(
 READ_BACK = [["history", "-t", "f", "--json"], ["show", "latest", "-t", "f", "--json"]]
 
 
+@pytest.mark.parametrize(
+    "uri", ["file:uri.db", "file:./uri.db", "file:{tmp}/uri.db", "file://localhost{tmp}/uri.db"]
+)
+def test_a_file_uri_names_one_file_for_every_command(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, uri: str
+) -> None:
+    """What `run` wrote through a file: URI, the reading commands, TTCLI_DB and an import
+    into it find at the same URI (they looked for a file called `file:uri.db`)."""
+    monkeypatch.chdir(tmp_path)
+    db = uri.format(tmp=tmp_path)
+    ran = ttcli(db, "run", ORDER_AGENT, "-t", "o", "--input", json.dumps(ORDER))
+    assert ran.exit_code == 0, ran.stderr
+    by_path = ttcli("uri.db", "history", "-t", "o", "--json")
+    assert ttcli(db, "history", "-t", "o", "--json").stdout == by_path.stdout != ""
+    shown = CliRunner().invoke(cli, ["show", "-t", "o", "--json"], env={"TTCLI_DB": db})
+    assert (
+        shown.exit_code == 0
+        and data(shown)["values"] == data(ttcli("uri.db", "show", "-t", "o", "--json"))["values"]
+    )
+    copied = ttcli("file:copy.db", "import", "uri.db")
+    assert copied.exit_code == 0, copied.stderr
+    assert ttcli("copy.db", "history", "-t", "o", "--json").stdout == by_path.stdout
+    assert sorted(p.name for p in tmp_path.glob("*.db")) == ["copy.db", "uri.db"]
+
+
+@pytest.mark.parametrize(
+    "uri", ["file:x.db?mode=ro", "file::memory:?cache=shared", "file://host/x.db", "file:"]
+)
+def test_a_file_uri_ttcli_does_not_open_is_exit_2(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, uri: str
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    for command in (["threads"], ["run", ORDER_AGENT, "-t", "o", "--input", json.dumps(ORDER)]):
+        refused = ttcli(uri, *command)
+        assert (refused.exit_code, refused.stdout) == (2, "")
+        (line,) = refused.stderr.splitlines()
+        assert (
+            "is a SQLite URI ttcli does not open" in line
+            and "give the database file's path" in line
+        )
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_file_uris_and_paths_that_look_like_urls_are_files(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -317,6 +317,21 @@ def _store(field_name: str) -> Callable[[click.Context, click.Parameter, Any], N
     return callback
 
 
+def _store_db(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
+    """--db: a SQLite `file:` URI is stored as the path it names (see `uri_path`)."""
+    if value is not None and value[:5].lower() == "file:":
+        from ttcli.savers.locate import uri_path
+
+        try:
+            value = uri_path(value)
+        except InputError as exc:
+            raise click.BadParameter(str(exc)) from None
+    _STORE_DB(ctx, param, value)
+
+
+_STORE_DB = _store("db")
+
+
 def output_options(func: F) -> F:
     """--db, --format, --json and --busy-timeout: accepted by the group and every command."""
     return _output_options(func, FORMATS)
@@ -330,7 +345,7 @@ def picture_options(func: F) -> F:
 def _output_options(func: F, formats: tuple[str, ...]) -> F:
     options = [
         click.option(
-            "--db", envvar="TTCLI_DB", metavar="PATH", expose_value=False, callback=_store("db"),
+            "--db", envvar="TTCLI_DB", metavar="PATH", expose_value=False, callback=_store_db,
             help="The SQLite file, or a postgresql:// DSN (env TTCLI_DB; default ./ttcli.db).",
         ),
         click.option(

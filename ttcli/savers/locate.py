@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from urllib.parse import unquote
 
 from ttcli.errors import ConfigError, InputError
 from ttcli.savers.sql.saver import SqlSaver
@@ -49,6 +50,29 @@ def refuse_other_urls(target: str | Path) -> None:
         + (f"DSN as libpq spells it, {spelling} (not SQLAlchemy's {scheme})" if "+" in scheme
            else f"DSN, {spelling}")
     )  # fmt: skip
+
+
+def uri_path(target: str) -> str:
+    """The path a SQLite `file:` URI without parameters names (`file:agent.db`,
+    `file:///srv/agent.db`), so that every command finds the file SQLite would open; any
+    other target as it is.
+
+    Raises:
+        InputError: a `file:` URI with parameters (`?mode=memory`, `?vfs=...`), of another
+            host, or of no path: ttcli opens files by their paths.
+    """
+    if target[:5].lower() != "file:":
+        return target
+    rest = target[5:]
+    if rest.startswith("//"):
+        host, _, rest = rest[2:].partition("/")
+        rest = "/" + rest if host in ("", "localhost") else ""
+    if not rest or "?" in rest or "#" in rest:
+        raise InputError(
+            f"{target!r} is a SQLite URI ttcli does not open (parameters, another host, or "
+            "no path): give the database file's path"
+        )
+    return unquote(rest)
 
 
 def names_lasting_file(target: str | Path) -> bool:
