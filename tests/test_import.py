@@ -13,8 +13,9 @@ import subprocess
 import sys
 import uuid
 from contextlib import closing
+from functools import reduce
 from pathlib import Path
-from typing import Annotated, Any, TypedDict
+from typing import Annotated, Any, TypedDict, cast
 
 import msgpack
 import ormsgpack
@@ -639,6 +640,10 @@ FORGED_CHECKPOINTS = {
     "version-nan": lambda c, m: c["channel_versions"].update(messages=float("nan")),
     "versions-numbers-and-text": lambda c, m: c["versions_seen"].update(x={"messages": 1}),
     "step-beyond-64-bits": lambda c, m: m.update(step=2**63),
+    # stored, it would fail every filtered read (SQLite's JSON functions nest 1,000 levels)
+    "metadata-nested-too-deep": lambda c, m: m.update(
+        x=reduce(lambda v, _: [v], range(600), cast(Any, []))
+    ),
 }
 
 

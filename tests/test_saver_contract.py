@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
+from functools import reduce
+from typing import Any, cast
 
 import pytest
 
@@ -586,6 +587,25 @@ def test_metadata_keys_holding_none_read_back(saver: BaseSaver) -> None:
     assert found is not None and found.metadata == metadata
     listed_ = [t.metadata for t in saver.list(config(), filter={"reviewer": None})]
     assert listed_ == [found.metadata]
+
+
+def test_metadata_nested_past_the_limit_is_refused_and_up_to_it_reads_back(
+    saver: BaseSaver,
+) -> None:
+    """Metadata nested deeper than every reader's JSON can read (SQLite's functions, Python's
+    `json`) is refused when stored, not stored to fail each filtered list after."""
+    deepest = reduce(lambda v, _: {"a": v}, range(498), cast(Any, {}))  # 500 levels with the top
+    checkpoint = make_checkpoint(0)
+    saver.put(config(), checkpoint, {"source": "input", "step": 0, "deep": deepest}, {})
+    found = [t.metadata["deep"] for t in saver.list(config(), filter={"source": "input"})]
+    assert found == [deepest]
+    assert [t.checkpoint["id"] for t in saver.list(config(), filter={"deep": deepest})] == [
+        checkpoint["id"]
+    ]
+    for deeper in ({"a": deepest}, [deepest], reduce(lambda v, _: [v], range(5000), cast(Any, []))):
+        with pytest.raises(SerializationError, match="nests more than 500 levels"):
+            saver.put(config(), make_checkpoint(1), {"source": "loop", "step": 1, "x": deeper}, {})
+    assert [t.checkpoint["id"] for t in saver.list(config())] == [checkpoint["id"]]
 
 
 @pytest.mark.parametrize(

@@ -201,6 +201,33 @@ def source_and_step(metadata: Mapping[str, Any]) -> tuple[str, int]:
     return source, step
 
 
+#: levels of maps and lists metadata may nest: its JSON must read in SQLite (whose JSON
+#: functions stop at 1,000 since 3.45, and `json_patch` adds one) and in Python's `json`
+#: at the default recursion limit
+METADATA_DEPTH_MAX = 500
+
+
+def check_nesting(metadata: Mapping[str, Any], size: int) -> None:
+    """Raises: SerializationError: `metadata`, whose JSON is `size` characters long, nests
+    more than METADATA_DEPTH_MAX levels (it would be stored, then fail every read)."""
+    if size <= 2 * METADATA_DEPTH_MAX:  # each level takes two characters at least
+        return
+    level: list[Any] = [metadata]
+    for _ in range(METADATA_DEPTH_MAX):
+        level = [
+            child
+            for value in level
+            for child in (value.values() if isinstance(value, Mapping) else value)
+            if isinstance(child, Mapping | list | tuple)
+        ]
+        if not level:
+            return
+    raise SerializationError(
+        f"cannot store checkpoint metadata: it nests more than {METADATA_DEPTH_MAX} levels of "
+        "maps and lists; store fewer levels"
+    )
+
+
 def metadata_columns(metadata: Mapping[str, Any]) -> tuple[str, int, str | None, str | None]:
     """(source, step, writers JSON, other keys JSON) for a checkpoint row.
 
@@ -219,18 +246,26 @@ def metadata_columns(metadata: Mapping[str, Any]) -> tuple[str, int, str | None,
         extra["writes"] = None
     if "source" not in metadata:
         extra["source"] = None
+    return source, step, writers, metadata_json(extra) if extra else None
+
+
+def metadata_json(metadata: Mapping[str, Any]) -> str:
+    """The metadata keys a row keeps as JSON, as JSON.
+
+    Raises:
+        SerializationError: a value is not JSON, or a NaN or an infinity (no database's JSON
+            functions would read them back), or the keys nest too deeply (`check_nesting`).
+    """
     try:
-        # NaN and infinities are not JSON: no database's JSON functions would read them back
-        other = (
-            json.dumps(extra, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-            if extra
-            else None
-        )
+        text = json.dumps(metadata, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    except RecursionError:
+        text = "[" * (2 * METADATA_DEPTH_MAX + 1)  # too deep for `json`: too deep here
     except (TypeError, ValueError) as exc:
         raise SerializationError(
             f"cannot store checkpoint metadata: {exc}; use JSON values"
         ) from None
-    return source, step, writers, other
+    check_nesting(metadata, len(text))
+    return text
 
 
 def _json_list(names: Iterable[Any]) -> str:

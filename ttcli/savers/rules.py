@@ -3,7 +3,6 @@ keep (see the contract's docstring in base.py), and copying one checkpoint betwe
 
 from __future__ import annotations
 
-import json
 import re
 import uuid
 from collections.abc import Mapping
@@ -12,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from ttcli.configs import CheckpointRef
 from ttcli.errors import AnswerConflictError, ConfigError, InvalidFilterError, SerializationError
-from ttcli.savers.records import source_and_step
+from ttcli.savers.records import metadata_json, source_and_step
 from ttcli.uuid6 import canonical_bytes
 
 if TYPE_CHECKING:
@@ -164,9 +163,4 @@ def check_metadata(metadata: Mapping[str, Any]) -> None:
     filtered list, and its `source` and `step` are columns there: refused on every saver,
     as SerializationError."""
     source_and_step(metadata)
-    try:
-        json.dumps(metadata, allow_nan=False, default=repr)
-    except ValueError as exc:
-        raise SerializationError(
-            f"cannot store checkpoint metadata: {exc}; use JSON values"
-        ) from None
+    metadata_json({k: v for k, v in metadata.items() if k != "writes"})
