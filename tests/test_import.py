@@ -729,6 +729,30 @@ def test_ids_spelled_otherwise_import_canonical_and_an_import_run_again_skips_th
     assert data(ttcli(target, "--json", "history", "-t", "chat")) == read
 
 
+def test_one_id_stored_twice_in_two_spellings_is_named_not_merged(
+    langgraph_file: Path, new_db: NewDb
+) -> None:
+    """LangGraph compares ids as text, so a file may hold one checkpoint as 'A...' and 'a...':
+    reading or importing that thread is exit 6 naming it, never one row silently kept."""
+    with closing(sqlite3.connect(langgraph_file)) as conn, conn:
+        conn.execute(
+            "INSERT INTO checkpoints SELECT thread_id, checkpoint_ns, upper(checkpoint_id), "
+            "parent_checkpoint_id, type, checkpoint, metadata FROM checkpoints "
+            "WHERE thread_id = 'chat' ORDER BY checkpoint_id DESC LIMIT 1"
+        )
+    target = new_db("ttcli.db")
+    for result in (
+        ttcli(target, "import", str(langgraph_file)),
+        ttcli(langgraph_file, "history", "-t", "chat"),
+    ):
+        assert result.exit_code == 6, result.output
+        assert (
+            "thread 'chat' in " in result.stderr
+            and "twice, its id spelled two ways" in (result.stderr.splitlines()[-1])
+        )
+    assert "chat" not in {t["thread_id"] for t in data(ttcli(target, "--json", "threads"))}
+
+
 class _Items(TypedDict):
     items: Annotated[list[int], DeltaChannel(operator.add)]
 

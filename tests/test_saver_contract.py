@@ -578,6 +578,24 @@ def test_metadata_without_a_source_reads_back_without_one(saver: BaseSaver) -> N
         assert [t.metadata["step"] for t in saver.list(config(), filter=filter_)] == steps
 
 
+@pytest.mark.parametrize("which", ["latest", "older"])
+def test_a_stored_checkpoint_is_never_replaced(saver: BaseSaver, which: str) -> None:
+    """Invariant 2: a put of a stored id again is refused, alone or in a batch (which then
+    fails whole), and the stored checkpoint, its writes and the thread read as before."""
+    ids = put_chain(saver, steps=3)
+    saver.put_writes(config("t", ids[1]), [("n", 5)], "task-1", "p")
+    before = [(t.checkpoint, t.metadata, t.pending_writes) for t in saver.list(config())]
+    again = dict(make_checkpoint(9, n=99), id=ids[-1] if which == "latest" else ids[1])
+    parent = ids[-2] if which == "latest" else ids[0]
+    meta = {"source": "update", "step": 9, "parents": {}}
+    with pytest.raises(ConfigError, match="is already stored in thread 't'.*never changes"):
+        saver.put(config("t", parent), again, meta, {"n": 11})  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="is already stored"), saver.batch():
+        saver.put_writes(config("t", ids[-1]), [("n", 6)], "task-2", "p")
+        saver.put(config("t", parent), again, meta, {"n": 11})  # type: ignore[arg-type]
+    assert [(t.checkpoint, t.metadata, t.pending_writes) for t in saver.list(config())] == before
+
+
 def test_metadata_keys_holding_none_read_back(saver: BaseSaver) -> None:
     """A user's key set to None is data (a reviewer not yet known), not an absent key."""
     metadata = {"source": "input", "step": 0, "parents": {}, "reviewer": None, "a": {"b": None}}

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import builtins
 import sqlite3
+from collections import Counter
 from collections.abc import Iterable
 from contextlib import closing
 from dataclasses import dataclass
@@ -97,6 +98,14 @@ class LangGraphSource:
 
     def copy(self, thread_id: str, target: BaseSaver) -> builtins.list[str]:
         stored = with_writes(self.reader.thread(thread_id))  # decoded before a write
+        ids = Counter((saved.ns, saved.checkpoint["id"]) for saved in stored)
+        twice = next((key for key, times in ids.items() if times > 1), None)
+        if twice is not None:  # LangGraph compares ids as text: 'A...' and 'a...' are two
+            raise CorruptValueError(
+                f"thread '{thread_id}' in {self.reader.path} holds checkpoint {twice[1]} "
+                "twice, its id spelled two ways (upper and lower case, or braced): delete one "
+                "of the two rows, then run again"
+            )
         with target.batch():
             for saved in stored:
                 try:

@@ -32,6 +32,7 @@ from ttcli.savers.rules import (
     checkpoint_time,
     merged_answers,
     metadata_matches,
+    refuse_stored,
     validate_filter,
 )
 from ttcli.savers.serde import VERBATIM, Serializer
@@ -180,6 +181,8 @@ class InMemorySaver(BaseSaver):
         check_metadata(metadata)
         key, checkpoint_id = (ref.thread_id, ref.checkpoint_ns), checkpoint["id"]
         with self._write():
+            if checkpoint_id in self._threads.get(key, {}):
+                refuse_stored(checkpoint_id, ref.thread_id)
             stored = _Stored(
                 self.serde.dumps(checkpoint, path="checkpoint"),
                 self.serde.dumps(dict(metadata), path="metadata"),

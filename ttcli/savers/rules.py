@@ -64,6 +64,18 @@ def check_child_id(checkpoint_id: str, parent_id: str | None) -> None:
         )
 
 
+def refuse_stored(checkpoint_id: str, thread_id: str) -> None:
+    """Invariant 2: a stored checkpoint never changes, so a `put` of its id again is refused.
+
+    Raises:
+        ConfigError: always (the caller found the id stored).
+    """
+    raise ConfigError(
+        f"checkpoint {checkpoint_id} is already stored in thread '{thread_id}', and a stored "
+        "checkpoint never changes: give the new one an id of its own (ttcli.uuid6.new_id)"
+    )
+
+
 def checkpoint_time(ts: str) -> datetime:
     """A checkpoint's `ts` as a time in UTC (a time without a zone is UTC). A `ts` that is
     not ISO 8601, or that is outside the years 1 to 9999 once in UTC (`0001-01-01T00:00+14:00`),

@@ -30,7 +30,7 @@ from ttcli.savers.records import (
     pack_parent,
     unpack_parent,
 )
-from ttcli.savers.rules import check_child_id, merged_answers
+from ttcli.savers.rules import check_child_id, merged_answers, refuse_stored
 from ttcli.savers.sql import statements as sql
 from ttcli.savers.sql.db import Db, scalar
 from ttcli.savers.sql.ids import id_bytes, micros, require_id
@@ -79,6 +79,10 @@ class Writer(OnParts):
             thread_key = self.rows.thread_key(conn, ref, create=True)
             assert thread_key is not None
             latest = self.rows.latest(conn, thread_key)
+            # an id after the thread's latest is new: a lookup only for one that is not
+            if latest is not None and checkpoint_id <= latest:
+                if self.rows.exists(conn, thread_key, checkpoint_id):
+                    refuse_stored(checkpoint["id"], ref.thread_id)
             held = self._held_for(conn, thread_key, checkpoint_id, parent_id, latest)
             follows = self.place(conn, thread_key, checkpoint_id, parent_id, latest)
             writer = BlobWriter(self.blobs, maps)
