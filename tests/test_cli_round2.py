@@ -630,7 +630,14 @@ READ_BACK = [["history", "-t", "f", "--json"], ["show", "latest", "-t", "f", "--
 
 
 @pytest.mark.parametrize(
-    "uri", ["file:uri.db", "file:./uri.db", "file:{tmp}/uri.db", "file://localhost{tmp}/uri.db"]
+    "uri",
+    [
+        "file:uri.db",
+        "file:./uri.db",
+        "file:{tmp}/uri.db",
+        "file://localhost{tmp}/uri.db",
+        "FILE:%75ri.db",
+    ],
 )
 def test_a_file_uri_names_one_file_for_every_command(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, uri: str
@@ -648,14 +655,38 @@ def test_a_file_uri_names_one_file_for_every_command(
         shown.exit_code == 0
         and data(shown)["values"] == data(ttcli("uri.db", "show", "-t", "o", "--json"))["values"]
     )
-    copied = ttcli("file:copy.db", "import", "uri.db")
+    copied = ttcli("file:copy.db", "import", db)
     assert copied.exit_code == 0, copied.stderr
     assert ttcli("copy.db", "history", "-t", "o", "--json").stdout == by_path.stdout
     assert sorted(p.name for p in tmp_path.glob("*.db")) == ["copy.db", "uri.db"]
+    # a URI's path that is itself `file:...` names that file, for the writer and the readers
+    named = ttcli("file:file:uri.db", "run", ORDER_AGENT, "-t", "o", "--input", json.dumps(ORDER))
+    assert named.exit_code == 0 and (tmp_path / "file:uri.db").is_file()
+    assert ttcli("./file:uri.db", "threads").stdout == ttcli("file:file:uri.db", "threads").stdout
+
+
+def test_a_typed_db_replaces_a_ttcli_db_that_would_be_refused(tmp_path: Path) -> None:
+    db = tmp_path / "a.db"
+    assert ttcli(db, "run", ORDER_AGENT, "-t", "o", "--input", json.dumps(ORDER)).exit_code == 0
+    bad = {"TTCLI_DB": "file:a.db?mode=ro"}
+    for args in (["--db", str(db), "threads"], ["threads", "--db", f"file:{db}"]):
+        listed = CliRunner().invoke(cli, args, env=bad)
+        assert listed.exit_code == 0 and "o" in listed.stdout, listed.output
+    refused = CliRunner().invoke(cli, ["threads"], env=bad)
+    assert refused.exit_code == 2
+    assert refused.stderr.startswith("Error: --db 'file:a.db?mode=ro' is a SQLite URI")
 
 
 @pytest.mark.parametrize(
-    "uri", ["file:x.db?mode=ro", "file::memory:?cache=shared", "file://host/x.db", "file:"]
+    "uri",
+    [
+        "file:x.db?mode=ro",
+        "file::memory:?cache=shared",
+        "file://host/x.db",
+        "file:",
+        "file:///",
+        "file:%FF.db",
+    ],
 )
 def test_a_file_uri_ttcli_does_not_open_is_exit_2(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, uri: str

@@ -11,7 +11,7 @@ import click
 from ttcli.cli.main import Env, output_options, pass_env
 from ttcli.errors import InputError
 from ttcli.ops.imports import import_threads, open_source
-from ttcli.savers.locate import is_dsn, require_lasting
+from ttcli.savers.locate import is_dsn, require_lasting, uri_path
 from ttcli.savers.sqlite.saver import same_file
 
 
@@ -43,6 +43,7 @@ def import_(env: Env, source: str) -> None:
         ttcli --db langgraph.sqlite history --thread chat:1     # read-only, no import
     """
     require_lasting("--db", env.db)
+    source = uri_path(source)
     if not is_dsn(env.db) and not is_dsn(source) and same_file(source, env.db):
         raise InputError(
             f"{source} is the database being imported into, or --db {env.db} is a file "

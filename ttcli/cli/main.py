@@ -197,7 +197,8 @@ def _one_line(exc: click.UsageError) -> Failure:
 class Env:
     """What every command shares: the database and the output format."""
 
-    db: str = "ttcli.db"
+    #: --db as given (a `file:` URI, say); `db` is the path or DSN it names
+    given_db: str = "ttcli.db"
     format: str = "table"
     busy_timeout: float = 30.0
     #: the command only reads: the file is opened so that nothing can change it
@@ -209,6 +210,21 @@ class Env:
     _langgraph: BaseSaver | None = field(default=None, repr=False)
     #: which LangGraph database --db names, once opening it as ttcli's failed
     _langgraph_kind: str | None = field(default=None, repr=False)
+
+    @property
+    def db(self) -> str:
+        """The database --db names: a SQLite `file:` URI as its path (see `uri_path`),
+        checked when a command uses it, so that a TTCLI_DB a typed --db replaces never is."""
+        from ttcli.savers.locate import uri_path
+
+        try:
+            return uri_path(self.given_db)
+        except InputError as exc:
+            raise InputError(f"--db {exc}") from None
+
+    @db.setter
+    def db(self, value: str) -> None:
+        self.given_db = value
 
     @property
     def format_json(self) -> bool:
@@ -317,21 +333,6 @@ def _store(field_name: str) -> Callable[[click.Context, click.Parameter, Any], N
     return callback
 
 
-def _store_db(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
-    """--db: a SQLite `file:` URI is stored as the path it names (see `uri_path`)."""
-    if value is not None and value[:5].lower() == "file:":
-        from ttcli.savers.locate import uri_path
-
-        try:
-            value = uri_path(value)
-        except InputError as exc:
-            raise click.BadParameter(str(exc)) from None
-    _STORE_DB(ctx, param, value)
-
-
-_STORE_DB = _store("db")
-
-
 def output_options(func: F) -> F:
     """--db, --format, --json and --busy-timeout: accepted by the group and every command."""
     return _output_options(func, FORMATS)
@@ -345,7 +346,7 @@ def picture_options(func: F) -> F:
 def _output_options(func: F, formats: tuple[str, ...]) -> F:
     options = [
         click.option(
-            "--db", envvar="TTCLI_DB", metavar="PATH", expose_value=False, callback=_store_db,
+            "--db", envvar="TTCLI_DB", metavar="PATH", expose_value=False, callback=_store("db"),
             help="The SQLite file, or a postgresql:// DSN (env TTCLI_DB; default ./ttcli.db).",
         ),
         click.option(

@@ -67,12 +67,17 @@ def uri_path(target: str) -> str:
     if rest.startswith("//"):
         host, _, rest = rest[2:].partition("/")
         rest = "/" + rest if host in ("", "localhost") else ""
-    if not rest or "?" in rest or "#" in rest:
+    try:
+        path = unquote(rest, errors="strict")
+    except UnicodeDecodeError:
+        path = ""
+    if not path.strip("/") or "?" in rest or "#" in rest:
         raise InputError(
             f"{target!r} is a SQLite URI ttcli does not open (parameters, another host, or "
             "no path): give the database file's path"
         )
-    return unquote(rest)
+    # a path that is itself `file:...` names that file, not another URI
+    return "./" + path if path[:5].lower() == "file:" else path
 
 
 def names_lasting_file(target: str | Path) -> bool:
