@@ -99,7 +99,8 @@ CREATE TABLE branches (
 
 -- Checkpoints in LangGraph's terms, as schema.sql's view of the same name: text ids,
 -- timestamps, the whole metadata as JSON (a null under source, parents or
--- writes in `metadata` marks an absent key; the view leaves out every key whose value is null).
+-- writes in `metadata` marks an absent key; the view leaves out the top-level keys
+-- whose value is null).
 CREATE VIEW checkpoint_list AS
 SELECT
     t.thread_id,

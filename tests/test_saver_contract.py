@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import reduce
 from typing import Any, cast
 
@@ -596,6 +597,29 @@ def test_a_stored_checkpoint_is_never_replaced(saver: BaseSaver, which: str) -> 
     assert [(t.checkpoint, t.metadata, t.pending_writes) for t in saver.list(config())] == before
 
 
+def test_an_id_spelled_otherwise_is_the_same_checkpoint(saver: BaseSaver) -> None:
+    """A UUID upper case or braced is one id: found by any spelling, listed lowercase and
+    dashed, never stored a second time under another spelling."""
+    first, second, third = put_chain(saver, steps=3)
+    spellings: list[Callable[[str], str]] = [str.upper, lambda i: "{" + i + "}"]
+    for spell in spellings:
+        found = saver.get_tuple(config("t", spell(second)))
+        assert found is not None and found.checkpoint["id"] == second
+        assert listed(saver, config(), before=config("t", spell(third))) == [second, first]
+        with pytest.raises(ConfigError, match="is already stored"):
+            again = make_checkpoint(5)
+            again["id"] = spell(second)
+            saver.put(config("t", first), again, {"source": "loop", "step": 5, "parents": {}}, {})
+    upper = make_checkpoint(7, n=7)
+    upper["id"] = upper["id"].upper()
+    saver.put(config("t", third), upper, {"source": "loop", "step": 7, "parents": {}}, {})
+    assert listed(saver, config())[0] == upper["id"].lower()
+    saver.put_writes(config("t", upper["id"]), [("n", 8)], "task-1", "p")
+    assert [w[3] for w in saver.get_writes(config("t", upper["id"].lower()))] == [8]
+    saver.delete_checkpoints(config(), [upper["id"]])
+    assert listed(saver, config()) == [third, second, first]
+
+
 def test_metadata_keys_holding_none_read_back(saver: BaseSaver) -> None:
     """A user's key set to None is data (a reviewer not yet known), not an absent key."""
     metadata = {"source": "input", "step": 0, "parents": {}, "reviewer": None, "a": {"b": None}}
@@ -603,8 +627,9 @@ def test_metadata_keys_holding_none_read_back(saver: BaseSaver) -> None:
     saver.put(config(), checkpoint, metadata, {})
     found = saver.get_tuple(config("t", checkpoint["id"]))
     assert found is not None and found.metadata == metadata
-    listed_ = [t.metadata for t in saver.list(config(), filter={"reviewer": None})]
-    assert listed_ == [found.metadata]
+    for filter_ in ({"reviewer": None}, {"a": {"b": None}}, {"a.b": None}):
+        assert [t.metadata for t in saver.list(config(), filter=filter_)] == [metadata], filter_
+    assert [t.metadata for t in saver.list(config(), filter={"a": {}})] == []
 
 
 def test_metadata_nested_past_the_limit_is_refused_and_up_to_it_reads_back(

@@ -12,7 +12,7 @@ import threading
 import time
 import uuid
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import random
@@ -157,3 +157,15 @@ def canonical_bytes(text: str) -> bytes | None:
     except ValueError:
         return None
     return found if len(found) == 16 else None
+
+
+def canonical_id(found: Any) -> Any:
+    """A UUID id as ttcli's databases hand it back (lowercase, dashed), whatever its spelling
+    (`{...}`, upper case); any other value as it is. One id spelled two ways is one id: it
+    reads back, and is found, as the databases keep it."""
+    if isinstance(found, str) and canonical_bytes(found) is None:
+        try:
+            return str(uuid.UUID(found))
+        except ValueError:
+            pass
+    return found

@@ -31,7 +31,7 @@ from ttcli.graph.constants import TASKS
 from ttcli.savers.serde import OBJECT, TypedData, ext_hooks
 from ttcli.savers.sql.transactions import DEFAULT_BUSY_TIMEOUT
 from ttcli.savers.sqlite.errors import raise_if_busy
-from ttcli.uuid6 import canonical_bytes
+from ttcli.uuid6 import canonical_bytes, canonical_id
 from ttcli.values import Interrupt, Message, Send, rebuild
 
 # LangGraph's ext codes (jsonplus.py): part of its file format
@@ -394,18 +394,6 @@ def checkpoint_of(found: Any) -> dict[str, Any]:
         "versions_seen": seen,
         "updated_channels": updated,
     }
-
-
-def canonical_id(found: Any) -> Any:
-    """A UUID id as ttcli's databases hand it back (lowercase, dashed): one stored `{...}` or
-    upper case would read back otherwise than it was imported, and an import run again would
-    not find it there."""
-    if isinstance(found, str) and canonical_bytes(found) is None:
-        try:
-            return str(uuid.UUID(found))
-        except ValueError:
-            pass
-    return found
 
 
 def _versions(found: Any, what: str) -> dict[str, Any]:

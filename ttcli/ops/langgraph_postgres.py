@@ -13,15 +13,10 @@ import psycopg
 from psycopg.types.json import Jsonb
 
 from ttcli.errors import CorruptValueError, TtcliError
-from ttcli.ops.langgraph_file import (
-    Stored,
-    canonical_id,
-    checkpoint_of,
-    decode,
-    decode_metadata,
-)
+from ttcli.ops.langgraph_file import Stored, checkpoint_of, decode, decode_metadata
 from ttcli.savers.postgres.connection import display_name
 from ttcli.savers.postgres.errors import storage_error
+from ttcli.uuid6 import canonical_id
 
 _TABLES = ("checkpoints", "checkpoint_blobs", "checkpoint_writes")
 

@@ -36,6 +36,7 @@ from ttcli.savers.rules import (
     validate_filter,
 )
 from ttcli.savers.serde import VERBATIM, Serializer
+from ttcli.uuid6 import canonical_id
 
 _Key = tuple[str, str]  # (thread_id, checkpoint_ns)
 
@@ -125,6 +126,14 @@ class InMemorySaver(BaseSaver):
     def batch_held(self) -> bool:
         return self._batch_owner == threading.get_ident()
 
+    @staticmethod
+    def ref(config: RunnableConfig) -> CheckpointRef:
+        """The config's place, its id as the SQL databases keep it (`canonical_id`): one id
+        spelled two ways finds one checkpoint, as there."""
+        ref = CheckpointRef.from_config(config)
+        checkpoint_id = canonical_id(ref.checkpoint_id)
+        return ref if checkpoint_id == ref.checkpoint_id else ref.at(checkpoint_id)
+
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         return self._get(config, self.serde)
 
@@ -150,7 +159,7 @@ class InMemorySaver(BaseSaver):
     ) -> Iterator[CheckpointTuple]:
         wanted = validate_filter(filter)
         ref = CheckpointRef.from_config(config) if config else None
-        before_id = CheckpointRef.from_config(before).checkpoint_id if before else None
+        before_id = self.ref(before).checkpoint_id if before else None
         with self._lock:
             rows = [
                 (checkpoint_id, key, stored)
@@ -176,10 +185,13 @@ class InMemorySaver(BaseSaver):
         new_versions: Mapping[str, int],
     ) -> RunnableConfig:
         ref = self.ref(config)
-        check_child_id(checkpoint["id"], ref.checkpoint_id)
+        checkpoint_id = canonical_id(checkpoint["id"])
+        if checkpoint_id != checkpoint["id"]:
+            checkpoint = Checkpoint(**{**checkpoint, "id": checkpoint_id})
+        check_child_id(checkpoint_id, ref.checkpoint_id)
         checkpoint_time(checkpoint["ts"])
         check_metadata(metadata)
-        key, checkpoint_id = (ref.thread_id, ref.checkpoint_ns), checkpoint["id"]
+        key = (ref.thread_id, ref.checkpoint_ns)
         with self._write():
             if checkpoint_id in self._threads.get(key, {}):
                 refuse_stored(checkpoint_id, ref.thread_id)
@@ -240,7 +252,8 @@ class InMemorySaver(BaseSaver):
         ref = self.ref(config)
         with self._lock:
             thread = self._threads.get((ref.thread_id, ref.checkpoint_ns), {})
-            return {i: _writes(thread[i], VERBATIM) for i in checkpoint_ids if i in thread}
+            found = {i: canonical_id(i) for i in checkpoint_ids}
+            return {i: _writes(thread[c], VERBATIM) for i, c in found.items() if c in thread}
 
     def delete_thread(self, thread_id: str) -> None:
         with self._write():
@@ -256,7 +269,7 @@ class InMemorySaver(BaseSaver):
         key = (ref.thread_id, ref.checkpoint_ns)
         with self._write():
             thread = self._threads.get(key, {})
-            for checkpoint_id in checkpoint_ids:
+            for checkpoint_id in map(canonical_id, checkpoint_ids):
                 if checkpoint_id in thread:
                     self._on_undo(_restore(thread, checkpoint_id, thread.pop(checkpoint_id)))
             if not thread and key in self._threads:

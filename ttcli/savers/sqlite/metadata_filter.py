@@ -12,12 +12,12 @@ INT64 = (-(2**63), 2**63 - 1)
 #: whether `->` gives a JSON value's text as written (SQLite 3.38 and later)
 JSON_TEXT = sqlite3.sqlite_version_info >= (3, 38)
 
-#: the full metadata of a checkpoint row as JSON, as the checkpoint_list view shows it
-METADATA_SQL = """json_patch(
-    json_object(
-        'source', c.source, 'step', c.step, 'parents', json('{}'), 'writes', json(c.writers)
-    ),
-    coalesce(c.metadata, '{}')
+#: the full metadata of a checkpoint row as JSON: the columns put into the other keys, unless
+#: a null there marks them absent (`json_patch`, as the checkpoint_list view has it, would
+#: drop every null, a user's nested ones too)
+METADATA_SQL = """json_insert(
+    coalesce(c.metadata, '{}'),
+    '$.source', c.source, '$.step', c.step, '$.parents', json('{}'), '$.writes', json(c.writers)
 )"""
 
 
