@@ -97,7 +97,8 @@ CREATE TABLE branches (
     PRIMARY KEY (thread_key, parent_id, checkpoint_id)
 );
 
--- Checkpoints in LangGraph's terms, as schema.sql's view of the same name: text ids,
+-- Checkpoints in LangGraph's terms, as schema.sql's view of the same name (which also leaves
+-- out nested nulls): text ids,
 -- timestamps, the whole metadata as JSON (a null under source, parents or
 -- writes in `metadata` marks an absent key; the view leaves out the top-level keys
 -- whose value is null).

@@ -686,6 +686,7 @@ def test_a_typed_db_replaces_a_ttcli_db_that_would_be_refused(tmp_path: Path) ->
         "file:",
         "file:///",
         "file:%FF.db",
+        "file:a%00b.db",
     ],
 )
 def test_a_file_uri_ttcli_does_not_open_is_exit_2(

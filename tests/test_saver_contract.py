@@ -606,13 +606,19 @@ def test_an_id_spelled_otherwise_is_the_same_checkpoint(saver: BaseSaver) -> Non
         found = saver.get_tuple(config("t", spell(second)))
         assert found is not None and found.checkpoint["id"] == second
         assert listed(saver, config(), before=config("t", spell(third))) == [second, first]
+        assert listed(saver, config("t", spell(second))) == [second]
+        assert saver.checkpoint_ids(config(), below=spell(third)) == [second, first]
+        assert saver.checkpoint_ids(config(), since=spell(second)) == [third, second]
+        assert saver.count_checkpoints(config(), below=spell(third)) == 2
+        assert saver.neighbour_ids(config(), [spell(second)]) == {first, third}
         with pytest.raises(ConfigError, match="is already stored"):
             again = make_checkpoint(5)
             again["id"] = spell(second)
             saver.put(config("t", first), again, {"source": "loop", "step": 5, "parents": {}}, {})
     upper = make_checkpoint(7, n=7)
     upper["id"] = upper["id"].upper()
-    saver.put(config("t", third), upper, {"source": "loop", "step": 7, "parents": {}}, {})
+    put = saver.put(config("t", third), upper, {"source": "loop", "step": 7, "parents": {}}, {})
+    assert put == config("t", upper["id"].lower())
     assert listed(saver, config())[0] == upper["id"].lower()
     saver.put_writes(config("t", upper["id"]), [("n", 8)], "task-1", "p")
     assert [w[3] for w in saver.get_writes(config("t", upper["id"].lower()))] == [8]

@@ -71,7 +71,7 @@ def uri_path(target: str) -> str:
         path = unquote(rest, errors="strict")
     except UnicodeDecodeError:
         path = ""
-    if not path.strip("/") or "?" in rest or "#" in rest:
+    if not path.strip("/") or "?" in rest or "#" in rest or "\x00" in path:
         raise InputError(
             f"{target!r} is a SQLite URI ttcli does not open (parameters, another host, or "
             "no path): give the database file's path"

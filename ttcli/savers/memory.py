@@ -158,7 +158,7 @@ class InMemorySaver(BaseSaver):
         limit: int | None = None,
     ) -> Iterator[CheckpointTuple]:
         wanted = validate_filter(filter)
-        ref = CheckpointRef.from_config(config) if config else None
+        ref = self.ref(config) if config else None
         before_id = self.ref(before).checkpoint_id if before else None
         with self._lock:
             rows = [
@@ -231,6 +231,26 @@ class InMemorySaver(BaseSaver):
                         self.serde.dumps(value, path=f"{channel} (pending write)"),
                     )
                     self._on_undo(_restore(stored.writes, (task_id, idx), before))
+
+    def checkpoint_ids(
+        self,
+        config: RunnableConfig,
+        *,
+        below: str | None = None,
+        limit: int | None = None,
+        since: str | None = None,
+        oldest_first: bool = False,
+    ) -> builtins.list[str]:
+        return super().checkpoint_ids(
+            config,
+            below=canonical_id(below),
+            limit=limit,
+            since=canonical_id(since),
+            oldest_first=oldest_first,
+        )
+
+    def neighbour_ids(self, config: RunnableConfig, checkpoint_ids: Iterable[str]) -> set[str]:
+        return super().neighbour_ids(config, map(canonical_id, checkpoint_ids))
 
     def get_writes(self, config: RunnableConfig) -> builtins.list[TaskWrite]:
         ref = self.ref(config)

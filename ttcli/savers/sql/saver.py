@@ -36,6 +36,7 @@ from ttcli.savers.sql.rows import Rows
 from ttcli.savers.sql.statements import MetadataMatch, list_query
 from ttcli.savers.sql.states import States
 from ttcli.savers.sql.transactions import Transactions
+from ttcli.uuid6 import canonical_id
 
 if TYPE_CHECKING:
     from ttcli.savers.sql.copy_memory import CopyMemory
@@ -191,7 +192,7 @@ class SqlSaver(BaseSaver):
     ) -> RunnableConfig:
         ref = self.ref(config)
         self.writer.put(ref, checkpoint, metadata, new_versions)
-        return ref.config_at(checkpoint["id"])
+        return ref.config_at(canonical_id(checkpoint["id"]))  # as the database keeps it
 
     def put_writes(
         self,
