@@ -237,16 +237,11 @@ class InMemorySaver(BaseSaver):
         config: RunnableConfig,
         *,
         below: str | None = None,
-        limit: int | None = None,
         since: str | None = None,
-        oldest_first: bool = False,
+        **options: Any,
     ) -> builtins.list[str]:
         return super().checkpoint_ids(
-            config,
-            below=canonical_id(below),
-            limit=limit,
-            since=canonical_id(since),
-            oldest_first=oldest_first,
+            config, below=canonical_id(below), since=canonical_id(since), **options
         )
 
     def neighbour_ids(self, config: RunnableConfig, checkpoint_ids: Iterable[str]) -> set[str]:
