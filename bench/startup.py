@@ -3,8 +3,8 @@
 in, and a normal (non-editable) install of a wheel built from this tree into a virtualenv of
 its own (the editable hook slows every interpreter start, which flatters the ratio).
 
-Bytecode is compiled (as `pip install` does) and PYTHONDONTWRITEBYTECODE unset; the best of
-REPEAT runs is kept to filter out noise.
+Bytecode is compiled (as `pip install` does), PYTHONDONTWRITEBYTECODE and PYTHONPATH are
+unset; the best of REPEAT runs is kept to filter out noise.
 """
 
 from __future__ import annotations
@@ -95,7 +95,11 @@ def main(workdir: Path) -> list[tuple[str, str, str, str]]:
     import ttcli
 
     compileall.compile_dir(Path(ttcli.__file__).parent, quiet=1)
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    # nor a PYTHONPATH: the source tree on it would make pip skip the wheel, the tree's
+    # egg-info saying ttcli is installed, and the timings load the tree's modules
+    env = {
+        k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", "PYTHONPATH")
+    }
     db = workdir / "startup.db"
     script = Path(sys.executable).with_name("ttcli")
     subprocess.run(
