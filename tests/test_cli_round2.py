@@ -670,8 +670,9 @@ def test_a_typed_db_replaces_a_ttcli_db_that_would_be_refused(tmp_path: Path) ->
     assert ttcli(db, "run", ORDER_AGENT, "-t", "o", "--input", json.dumps(ORDER)).exit_code == 0
     bad = {"TTCLI_DB": "file:a.db?mode=ro"}
     for args in (["--db", str(db), "threads"], ["threads", "--db", f"file:{db}"]):
-        listed = CliRunner().invoke(cli, args, env=bad)
-        assert listed.exit_code == 0 and "o" in listed.stdout, listed.output
+        listed = CliRunner().invoke(cli, [*args, "--json"], env=bad)
+        assert listed.exit_code == 0, listed.output
+        assert [t["thread_id"] for t in data(listed)] == ["o"]
     refused = CliRunner().invoke(cli, ["threads"], env=bad)
     assert refused.exit_code == 2
     assert refused.stderr.startswith("Error: --db 'file:a.db?mode=ro' is a SQLite URI")
