@@ -347,7 +347,8 @@ def _output_options(func: F, formats: tuple[str, ...]) -> F:
     options = [
         click.option(
             "--db", envvar="TTCLI_DB", metavar="PATH", expose_value=False, callback=_store("db"),
-            help="The SQLite file, or a postgresql:// DSN (env TTCLI_DB; default ./ttcli.db).",
+            help="The SQLite file (or a file: URI naming it), or a postgresql:// DSN "
+            "(env TTCLI_DB; default ./ttcli.db).",
         ),
         click.option(
             "--format", type=click.Choice(formats), expose_value=False, callback=_store("format"),
