@@ -16,11 +16,14 @@ import sys
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from types import SimpleNamespace
 
 import msgpack
 import pytest
 
+from tests import graphs
 from tests.clitools import ORDER, ORDER_AGENT, dump, ttcli
+from ttcli import END, START, StateGraph
 from ttcli.errors import StorageError
 from ttcli.savers import serde
 from ttcli.savers.sqlite import SqliteSaver
@@ -301,6 +304,29 @@ def test_a_read_only_saver_reads_and_refuses_to_write(order_db: Path) -> None:
         with pytest.raises(StorageError, match=r"^.* was opened for reading only: .*$"):
             saver.put(CONFIG, latest.checkpoint, {"source": "update", "step": 5}, {})
     assert snapshot(order_db.parent) == before
+
+
+@pytest.mark.parametrize(
+    "folder",
+    ["a?b#c%41 d", "été", os.fsdecode(b"not-utf8-\xff"), "//"],
+    ids=["uri-characters", "non-ascii", "not-utf-8", "double-slash"],
+)
+def test_a_file_read_only_is_the_file_its_path_names(tmp_path: Path, folder: str) -> None:
+    """Reading opens the file by a `file:` URI (see sqlite/migrations.py): the characters a
+    URI gives a meaning to, a name that is not UTF-8 and a path beginning `//` name the file
+    itself, not another or none."""
+    db = os.path.join(str(tmp_path), folder, "t.db") if folder != "//" else f"/{tmp_path}/t.db"
+    os.makedirs(os.path.dirname(db), exist_ok=True)
+    with SqliteSaver.from_conn_string(db) as saver:
+        app = graphs.counter_loop(SimpleNamespace(StateGraph=StateGraph, START=START, END=END))
+        app.compile(checkpointer=saver).invoke({"n": 0}, CONFIG)
+    with SqliteSaver.from_conn_string(db, readonly=True) as reader:
+        latest = reader.get_tuple(CONFIG)
+        assert latest is not None and latest.checkpoint["channel_values"]["trail"] == [1, 2, 3]
+    if folder != os.fsdecode(b"not-utf8-\xff"):  # the command line takes UTF-8 alone
+        shown = ttcli(Path(db), "show", "-t", "t", "--format", "json")
+        assert shown.exit_code == 0 and json.loads(shown.stdout)["values"]["n"] == 3, shown.output
+    assert sorted(os.listdir(os.path.dirname(db))) == ["t.db"]  # and it made no other file
 
 
 # -- SQL objects ttcli did not create

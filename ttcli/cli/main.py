@@ -12,7 +12,6 @@ import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
@@ -35,6 +34,8 @@ from ttcli.errors import (
 )
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from ttcli.savers.base import BaseSaver
     from ttcli.savers.sql.saver import SqlSaver
 
@@ -174,6 +175,16 @@ class TtcliGroup(click.Group):
             ) from exc
 
 
+def _file_exists(path: str) -> bool:
+    """Whether a file is there (as Path.exists, without importing pathlib): a name that is not
+    there is not; a folder on the way we may not enter raises OSError."""
+    try:
+        os.stat(path)
+    except (FileNotFoundError, NotADirectoryError, ValueError):  # ValueError: a NUL byte
+        return False
+    return True
+
+
 def _discard_stdout() -> None:
     """Point standard output at the null device, so that flushing what is left at exit
     does not fail a second time."""
@@ -239,6 +250,8 @@ class Env:
     def folder(self) -> Path | None:
         """The database file's folder: graph TARGETs beneath it are recorded relative to it
         (a server's database has none: they are recorded whole)."""
+        from pathlib import Path  # only here: milliseconds of every command's start-up
+
         from ttcli.savers.locate import is_dsn
 
         return None if is_dsn(self.db) else Path(self.db).resolve().parent
@@ -250,7 +263,7 @@ class Env:
         refuse_other_urls(self.db)
         if self._saver is None and not is_dsn(self.db):
             try:
-                exists = self.db == ":memory:" or Path(self.db).exists()
+                exists = self.db == ":memory:" or _file_exists(self.db)
             except OSError as exc:  # a folder on the way we may not enter
                 raise StorageError(f"cannot open {self.db}: {exc.strerror}") from None
             if not create and not exists:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 from ttcli.configs import unicode_error
@@ -23,7 +22,8 @@ def json_value(text: str, what: str) -> Any:
         source = sys.stdin.read()
     elif text.startswith("@"):
         try:
-            source = Path(text[1:]).read_text(encoding="utf-8")
+            with open(text[1:], encoding="utf-8") as file:
+                source = file.read()
         except OSError as exc:
             raise InputError(f"cannot read {what} from {text[1:]}: {exc.strerror}") from None
     try:

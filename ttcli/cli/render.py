@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import csv
 import dataclasses
 import datetime as dt
 import enum
@@ -21,10 +20,10 @@ import click
 
 from ttcli.cli.main import PICTURES, Env
 from ttcli.ops.inspect import Asked, Entry, Waiting
-from ttcli.ops.subgraphs import Subgraph
 
 if TYPE_CHECKING:
     from ttcli.ops.pictures import Picture
+    from ttcli.ops.subgraphs import Subgraph
 
 
 def jsonable(value: Any) -> Any:
@@ -123,6 +122,8 @@ def rows(
         for record in records:
             click.echo(to_json(record, indent=None))
     elif env.format == "csv":
+        import csv  # imported here, as tabulate is
+
         buffer = io.StringIO()
         writer = csv.writer(buffer, lineterminator="\n")
         writer.writerow(fields)

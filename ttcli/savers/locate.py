@@ -4,9 +4,8 @@ anything else a SQLite file path."""
 
 from __future__ import annotations
 
+import os
 import re
-from pathlib import Path
-from urllib.parse import unquote
 
 from ttcli.errors import ConfigError, InputError
 from ttcli.savers.sql.saver import SqlSaver
@@ -25,24 +24,21 @@ _KEY_VALUE = re.compile(
 _OTHER_URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]+)://")
 
 
-def is_dsn(target: str | Path) -> bool:
+def is_dsn(target: str | os.PathLike[str]) -> bool:
     return isinstance(target, str) and (
         target.lower().startswith(_SCHEMES) or _KEY_VALUE.match(target) is not None
     )
 
 
-def refuse_other_urls(target: str | Path) -> None:
+def refuse_other_urls(target: str | os.PathLike[str]) -> None:
     """Raises: InputError: `target` is a URL ttcli does not open (SQLAlchemy's
     `postgresql+psycopg://`, `mysql://`, ...), named by its scheme alone, as it may hold a
     password. SQLite's `file:` URIs, and a path whose folder exists, are files."""
     found = _OTHER_URL.match(target) if isinstance(target, str) else None
     if not found or is_dsn(target) or found.group(1).lower() == "file":
         return
-    try:
-        if Path(target).parent.exists():
-            return
-    except OSError:  # a name too long for a path, say: not one
-        pass
+    if os.path.exists(os.path.dirname(target) or os.curdir):  # False for no path at all
+        return
     scheme = found.group(0)
     spelling = "postgresql://user@host/dbname"
     raise InputError(
@@ -67,6 +63,8 @@ def uri_path(target: str) -> str:
     if rest.startswith("//"):
         host, _, rest = rest[2:].partition("/")
         rest = "/" + rest if host in ("", "localhost") else ""
+    from urllib.parse import unquote  # only here: it loads ipaddress (milliseconds)
+
     try:
         path = unquote(rest, errors="strict")
     except UnicodeDecodeError:
@@ -80,7 +78,7 @@ def uri_path(target: str) -> str:
     return "./" + path if path[:5].lower() == "file:" else path
 
 
-def names_lasting_file(target: str | Path) -> bool:
+def names_lasting_file(target: str | os.PathLike[str]) -> bool:
     """Whether a SQLite target names a file that outlives the process: not an empty name,
     `:memory:`, nor a `file:` URI (SQLite opens one as a URI whatever it is asked, so it may
     be a database in memory, or a file no path comparison can tell apart from another)."""
@@ -102,7 +100,10 @@ def require_lasting(option: str, target: str) -> None:
 
 
 def open_saver(
-    target: str | Path, *, busy_timeout: float = DEFAULT_BUSY_TIMEOUT, readonly: bool = False
+    target: str | os.PathLike[str],
+    *,
+    busy_timeout: float = DEFAULT_BUSY_TIMEOUT,
+    readonly: bool = False,
 ) -> SqlSaver:
     """The saver of a SQLite file or a PostgreSQL DSN (the latter needs ttcli[postgres])."""
     refuse_other_urls(target)

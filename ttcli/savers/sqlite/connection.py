@@ -6,8 +6,8 @@ every write. `PRAGMA data_version` says whether another connection changed the f
 
 from __future__ import annotations
 
+import os
 import sqlite3
-from pathlib import Path
 
 from ttcli.errors import TtcliError
 from ttcli.savers.sql.transactions import DEFAULT_BUSY_TIMEOUT, Transactions, call
@@ -29,7 +29,7 @@ class Connection(Transactions[sqlite3.Connection]):
 
     def __init__(
         self,
-        path: str | Path,
+        path: str | os.PathLike[str],
         busy_timeout: float = DEFAULT_BUSY_TIMEOUT,
         *,
         readonly: bool = False,

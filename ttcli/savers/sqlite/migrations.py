@@ -5,8 +5,6 @@ from __future__ import annotations
 import functools
 import os
 import sqlite3
-from pathlib import Path
-from urllib.parse import quote
 
 from ttcli.errors import NotFoundError, SchemaVersionError, StorageError
 from ttcli.savers.sqlite.errors import storage_error
@@ -50,7 +48,7 @@ def connect(path: str, busy_timeout: float, *, readonly: bool) -> sqlite3.Connec
     """
     target, uri = path, False
     if readonly and path != ":memory:":
-        target, uri = f"file:{quote(os.path.abspath(path))}?mode=rw", True
+        target, uri = f"{_file_uri(os.path.abspath(path))}?mode=rw", True
     try:
         conn = sqlite3.connect(
             target, timeout=busy_timeout, isolation_level=None, check_same_thread=False, uri=uri
@@ -149,8 +147,23 @@ def _refuse_triggers(conn: sqlite3.Connection, path: str) -> None:
             )
 
 
+def _file_uri(path: str) -> str:
+    """The `file:` URI of an absolute path, percent-encoded byte for byte (a name that is
+    not UTF-8 too), its authority empty (a path beginning `//` is no host). Not
+    urllib.parse.quote: importing it loads ipaddress, milliseconds of every reading
+    command's start-up."""
+    quoted = "".join(chr(b) if b in _URI_SAFE else f"%{b:02X}" for b in os.fsencode(path))
+    return f"file://{quoted}"
+
+
+#: the bytes a URI's path holds as they are: RFC 3986's unreserved characters, and "/"
+_URI_SAFE = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~/")
+
+
 def schema_sql() -> str:
-    return (Path(__file__).parent.parent / "schema.sql").read_text(encoding="utf-8")
+    path = os.path.join(os.path.dirname(__file__), os.pardir, "schema.sql")
+    with open(path, encoding="utf-8") as file:
+        return file.read()
 
 
 def ensure_schema(conn: sqlite3.Connection, path: str) -> None:

@@ -11,7 +11,6 @@ import itertools
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 
 from ttcli.savers.base import BaseSaver
 from ttcli.savers.serde import Serializer
@@ -36,7 +35,7 @@ class SqliteSaver(SqlSaver):
 
     def __init__(
         self,
-        path: str | Path,
+        path: str | os.PathLike[str],
         *,
         busy_timeout: float = DEFAULT_BUSY_TIMEOUT,
         serde: Serializer | None = None,
@@ -56,7 +55,11 @@ class SqliteSaver(SqlSaver):
     @classmethod
     @contextmanager
     def from_conn_string(
-        cls, path: str | Path, *, serde: Serializer | None = None, readonly: bool = False
+        cls,
+        path: str | os.PathLike[str],
+        *,
+        serde: Serializer | None = None,
+        readonly: bool = False,
     ) -> Iterator[SqliteSaver]:
         """Open a saver for the block and close it after, like LangGraph's SqliteSaver."""
         saver = cls(path, serde=serde, readonly=readonly)
@@ -95,7 +98,7 @@ def same_file(one: str, other: str) -> bool:
     if ":memory:" in (one, other):
         return False
     return _one_file(one, other) or any(
-        _one_file(str(Path(a).resolve()) + suffix, b)
+        _one_file(os.path.realpath(a) + suffix, b)
         for a, b in ((one, other), (other, one))
         for suffix in _COMPANIONS
     )
@@ -105,4 +108,4 @@ def _one_file(one: str, other: str) -> bool:
     try:
         return os.path.samefile(one, other)
     except OSError:
-        return Path(one).resolve() == Path(other).resolve()
+        return os.path.realpath(one) == os.path.realpath(other)
