@@ -16,10 +16,11 @@ from ttcli.cli.main import (
 )
 from ttcli.cli.params import assignments
 from ttcli.configs import CheckpointRef
-from ttcli.ops import inspect, subgraphs
+from ttcli.ops import inspect
 from ttcli.ops.refs import resolve, short_ids
 
 if TYPE_CHECKING:
+    from ttcli.ops.subgraphs import Subgraph
     from ttcli.ops.verify import Finding
 
 
@@ -116,15 +117,17 @@ def show(env: Env, ref: str, thread: str, ns: str, channel: str | None) -> None:
             env, {channel: detail.values[channel]}, [render.to_json(detail.values[channel])]
         )
         return
+    from ttcli.ops.subgraphs import below as subgraphs_below  # show alone needs it
+
     below = [
         sub
-        for sub in subgraphs.below(saver, CheckpointRef(thread, ns))
+        for sub in subgraphs_below(saver, CheckpointRef(thread, ns))
         if sub.parent_checkpoint_id == detail.entry.checkpoint_id
     ]
     render.document(env, _detail_record(detail, below), _detail_lines(detail, below))
 
 
-def _detail_record(d: inspect.Detail, below: list[subgraphs.Subgraph]) -> dict[str, Any]:
+def _detail_record(d: inspect.Detail, below: list[Subgraph]) -> dict[str, Any]:
     return {
         **render.entry_record(d.entry),
         "thread_id": d.thread_id,
@@ -155,7 +158,7 @@ def _waits(d: inspect.Detail) -> list[inspect.Waiting]:
     return [] if d.children else inspect.waiting(d.tasks)
 
 
-def _detail_lines(d: inspect.Detail, below: list[subgraphs.Subgraph]) -> list[str]:
+def _detail_lines(d: inspect.Detail, below: list[Subgraph]) -> list[str]:
     e = d.entry
     lines = [
         f"checkpoint  {e.checkpoint_id}",
@@ -193,7 +196,7 @@ def _detail_lines(d: inspect.Detail, below: list[subgraphs.Subgraph]) -> list[st
     return lines
 
 
-def _subgraph_line(sub: subgraphs.Subgraph) -> str:
+def _subgraph_line(sub: Subgraph) -> str:
     latest = sub.latest
     return render.safe(
         f"    subgraph: --ns {sub.checkpoint_ns}  ({sub.checkpoints} checkpoints; latest "
