@@ -329,6 +329,22 @@ def test_a_file_read_only_is_the_file_its_path_names(tmp_path: Path, folder: str
     assert sorted(os.listdir(os.path.dirname(db))) == ["t.db"]  # and it made no other file
 
 
+def test_odd_db_names_read_the_file_or_fail_in_one_line(order_db: Path, tmp_path: Path) -> None:
+    assert ttcli(Path(f"{order_db}/"), "threads").exit_code == 0  # a trailing / names the file
+    (tmp_path / "loop1").symlink_to(tmp_path / "loop2")
+    (tmp_path / "loop2").symlink_to(tmp_path / "loop1")
+    for name, code, says in (
+        (tmp_path / "loop1", 6, "Too many levels of symbolic links"),
+        ("", 3, "no database at "),
+    ):
+        done = ttcli(str(name), "threads")
+        assert (done.exit_code, done.stderr.count("\n")) == (code, 1), done.stderr
+        assert says in done.stderr
+    for readonly in (True, False):  # a URI's %00 would end the name early: another file
+        with pytest.raises(StorageError, match="cannot hold a NUL character"):
+            SqliteSaver(f"{order_db}\x00other", readonly=readonly)
+
+
 # -- SQL objects ttcli did not create
 
 TRIGGER = (

@@ -69,6 +69,9 @@ def test_a_wheel_in_a_fresh_virtualenv_runs_the_demo(tmp_path: Path) -> None:
             "print(*sorted(sys.modules), file=sys.stderr)); "
             f"cli([{command!r}, '--thread', 'order:123'])"
         )
-        loaded = run(python, "-c", script, cwd=demo, env=env).split()
-        assert "ttcli.savers.sqlite.saver" in loaded  # it did read the file
+        done = subprocess.run(
+            [python, "-c", script], cwd=demo, env=env, capture_output=True, text=True
+        )
+        assert done.returncode == 0 and "respond" in done.stdout, done.stderr  # it read the file
+        loaded = done.stderr.split()
         assert not {"pathlib", "urllib.parse", "csv"} & set(loaded), command

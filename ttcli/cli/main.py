@@ -176,10 +176,11 @@ class TtcliGroup(click.Group):
 
 
 def _file_exists(path: str) -> bool:
-    """Whether a file is there (as Path.exists, without importing pathlib): a name that is not
-    there is not; a folder on the way we may not enter raises OSError."""
+    """Whether a file is there, without importing pathlib: a name that is not there is not
+    (a trailing `/` dropped, as Path drops it); a folder on the way we may not enter, or a
+    loop of symbolic links, raises OSError."""
     try:
-        os.stat(path)
+        os.stat(path.rstrip("/") or path)
     except (FileNotFoundError, NotADirectoryError, ValueError):  # ValueError: a NUL byte
         return False
     return True

@@ -117,11 +117,11 @@ def show(env: Env, ref: str, thread: str, ns: str, channel: str | None) -> None:
             env, {channel: detail.values[channel]}, [render.to_json(detail.values[channel])]
         )
         return
-    from ttcli.ops.subgraphs import below as subgraphs_below  # show alone needs it
+    from ttcli.ops import subgraphs  # here: history's start-up does without it
 
     below = [
         sub
-        for sub in subgraphs_below(saver, CheckpointRef(thread, ns))
+        for sub in subgraphs.below(saver, CheckpointRef(thread, ns))
         if sub.parent_checkpoint_id == detail.entry.checkpoint_id
     ]
     render.document(env, _detail_record(detail, below), _detail_lines(detail, below))

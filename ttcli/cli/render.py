@@ -122,7 +122,7 @@ def rows(
         for record in records:
             click.echo(to_json(record, indent=None))
     elif env.format == "csv":
-        import csv  # imported here, as tabulate is
+        import csv  # imported here: the start-up of a table or JSON does without it
 
         buffer = io.StringIO()
         writer = csv.writer(buffer, lineterminator="\n")

@@ -37,7 +37,7 @@ def refuse_other_urls(target: str | os.PathLike[str]) -> None:
     found = _OTHER_URL.match(target) if isinstance(target, str) else None
     if not found or is_dsn(target) or found.group(1).lower() == "file":
         return
-    if os.path.exists(os.path.dirname(target) or os.curdir):  # False for no path at all
+    if os.path.exists(os.path.dirname(target)):
         return
     scheme = found.group(0)
     spelling = "postgresql://user@host/dbname"

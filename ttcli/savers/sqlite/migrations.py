@@ -46,6 +46,8 @@ def connect(path: str, busy_timeout: float, *, readonly: bool) -> sqlite3.Connec
     Reading opens the file for writing all the same (`mode=rw`): a connection that cannot
     write would leave the WAL's -wal and -shm files behind when it closes.
     """
+    if "\x00" in path:  # a URI's %00 would end the name there: another file
+        raise StorageError(f"cannot open {path!r}: a file name cannot hold a NUL character")
     target, uri = path, False
     if readonly and path != ":memory:":
         target, uri = f"{_file_uri(os.path.abspath(path))}?mode=rw", True
@@ -147,6 +149,10 @@ def _refuse_triggers(conn: sqlite3.Connection, path: str) -> None:
             )
 
 
+#: the bytes a URI's path holds as they are: RFC 3986's unreserved characters, and "/"
+_URI_SAFE = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~/")
+
+
 def _file_uri(path: str) -> str:
     """The `file:` URI of an absolute path, percent-encoded byte for byte (a name that is
     not UTF-8 too), its authority empty (a path beginning `//` is no host). Not
@@ -154,10 +160,6 @@ def _file_uri(path: str) -> str:
     command's start-up."""
     quoted = "".join(chr(b) if b in _URI_SAFE else f"%{b:02X}" for b in os.fsencode(path))
     return f"file://{quoted}"
-
-
-#: the bytes a URI's path holds as they are: RFC 3986's unreserved characters, and "/"
-_URI_SAFE = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~/")
 
 
 def schema_sql() -> str:
