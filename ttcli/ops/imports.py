@@ -14,6 +14,7 @@ runtime's `{name: output}`).
 from __future__ import annotations
 
 import builtins
+import os
 import sqlite3
 from collections import Counter
 from collections.abc import Iterable
@@ -179,7 +180,7 @@ def open_source(source: str, busy_timeout: float = DEFAULT_BUSY_TIMEOUT) -> Sour
     refuse_other_urls(source)
     if is_dsn(source):
         return _postgres_source(source)
-    if not Path(source).is_file():
+    if not os.path.isfile(source):  # Path.is_file raises for a name too long for a path
         raise NotFoundError(f"no database at {source}")
     if _is_ttcli_file(source, busy_timeout):
         return TtcliSource(
