@@ -330,7 +330,9 @@ def test_a_file_read_only_is_the_file_its_path_names(tmp_path: Path, folder: str
 
 
 def test_odd_db_names_read_the_file_or_fail_in_one_line(order_db: Path, tmp_path: Path) -> None:
-    assert ttcli(Path(f"{order_db}/"), "threads").exit_code == 0  # a trailing / names the file
+    assert ttcli(f"{order_db}/", "threads").exit_code == 0  # a trailing / names the file
+    imported = ttcli(tmp_path / "copy.db", "import", f"{order_db}/")
+    assert imported.exit_code == 0, imported.stderr
     (tmp_path / "loop1").symlink_to(tmp_path / "loop2")
     (tmp_path / "loop2").symlink_to(tmp_path / "loop1")
     for name, code, says in (

@@ -175,17 +175,6 @@ class TtcliGroup(click.Group):
             ) from exc
 
 
-def _file_exists(path: str) -> bool:
-    """Whether a file is there, without importing pathlib: a name that is not there is not
-    (a trailing `/` dropped, as Path drops it); a folder on the way we may not enter, or a
-    loop of symbolic links, raises OSError."""
-    try:
-        os.stat(path.rstrip("/") or path)
-    except (FileNotFoundError, NotADirectoryError, ValueError):  # ValueError: a NUL byte
-        return False
-    return True
-
-
 def _discard_stdout() -> None:
     """Point standard output at the null device, so that flushing what is left at exit
     does not fail a second time."""
@@ -259,14 +248,11 @@ class Env:
 
     def saver(self, *, create: bool = False) -> SqlSaver:
         """The database, opened once; only commands that write may create it."""
-        from ttcli.savers.locate import is_dsn, open_saver, refuse_other_urls
+        from ttcli.savers.locate import file_stat, is_dsn, open_saver, refuse_other_urls
 
         refuse_other_urls(self.db)
         if self._saver is None and not is_dsn(self.db):
-            try:
-                exists = self.db == ":memory:" or _file_exists(self.db)
-            except OSError as exc:  # a folder on the way we may not enter
-                raise StorageError(f"cannot open {self.db}: {exc.strerror}") from None
+            exists = self.db == ":memory:" or file_stat(self.db) is not None
             if not create and not exists:
                 raise NotFoundError(
                     f"no database at {self.db}: run a graph first (ttcli run), "

@@ -14,8 +14,8 @@ runtime's `{name: output}`).
 from __future__ import annotations
 
 import builtins
-import os
 import sqlite3
+import stat
 from collections import Counter
 from collections.abc import Iterable
 from contextlib import closing
@@ -36,7 +36,7 @@ from ttcli.ops.inspect import task_name
 from ttcli.ops.langgraph_file import LangGraphFile, Stored, is_langgraph_file, read_only_uri
 from ttcli.ops.targets import anchored
 from ttcli.savers.base import BaseSaver, Checkpoint
-from ttcli.savers.locate import is_dsn, open_saver, refuse_other_urls
+from ttcli.savers.locate import file_stat, is_dsn, open_saver, refuse_other_urls
 from ttcli.savers.memory import InMemorySaver
 from ttcli.savers.rules import copy_checkpoint
 from ttcli.savers.sql.saver import SqlSaver
@@ -180,7 +180,8 @@ def open_source(source: str, busy_timeout: float = DEFAULT_BUSY_TIMEOUT) -> Sour
     refuse_other_urls(source)
     if is_dsn(source):
         return _postgres_source(source)
-    if not os.path.isfile(source):  # Path.is_file raises for a name too long for a path
+    found = file_stat(source)
+    if found is None or not stat.S_ISREG(found.st_mode):
         raise NotFoundError(f"no database at {source}")
     if _is_ttcli_file(source, busy_timeout):
         return TtcliSource(

@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import re
 
-from ttcli.errors import ConfigError, InputError
+from ttcli.errors import ConfigError, InputError, StorageError
 from ttcli.savers.sql.saver import SqlSaver
 from ttcli.savers.sql.transactions import DEFAULT_BUSY_TIMEOUT
 
@@ -76,6 +76,22 @@ def uri_path(target: str) -> str:
         )
     # a path that is itself `file:...` names that file, not another URI
     return "./" + path if path[:5].lower() == "file:" else path
+
+
+def file_stat(path: str) -> os.stat_result | None:
+    """What is at a SQLite file path (a trailing `/` dropped, as Path drops it), or None
+    if nothing is; os.stat, not pathlib, whose import costs every command's start-up.
+
+    Raises:
+        StorageError: it cannot be looked at (a folder on the way we may not enter, a loop
+            of symbolic links, a name too long).
+    """
+    try:
+        return os.stat(path.rstrip("/") or path)
+    except (FileNotFoundError, NotADirectoryError, ValueError):  # ValueError: a NUL byte
+        return None
+    except OSError as exc:
+        raise StorageError(f"cannot open {path}: {exc.strerror}") from None
 
 
 def names_lasting_file(target: str | os.PathLike[str]) -> bool:
