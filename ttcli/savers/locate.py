@@ -79,8 +79,9 @@ def uri_path(target: str) -> str:
 
 
 def file_stat(path: str) -> os.stat_result | None:
-    """What is at a SQLite file path (a trailing `/` dropped, as Path drops it), or None
-    if nothing is; os.stat, not pathlib, whose import costs every command's start-up.
+    """What is at a SQLite file path, a trailing `/` dropped (`x.db/` is the file, as it
+    was when pathlib looked), or None if nothing is; os.stat, as importing pathlib costs
+    every command's start-up.
 
     Raises:
         StorageError: it cannot be looked at (a folder on the way we may not enter, a loop
