@@ -15,6 +15,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import math
+import os
 import sqlite3
 import uuid
 from collections.abc import Callable, Iterator
@@ -31,6 +32,7 @@ from ttcli.graph.constants import TASKS
 from ttcli.savers.serde import OBJECT, TypedData, ext_hooks
 from ttcli.savers.sql.transactions import DEFAULT_BUSY_TIMEOUT
 from ttcli.savers.sqlite.errors import raise_if_busy
+from ttcli.savers.sqlite.migrations import file_uri
 from ttcli.uuid6 import canonical_bytes, canonical_id
 from ttcli.values import Interrupt, Message, Send, rebuild
 
@@ -340,7 +342,7 @@ def read_only_uri(path: str) -> str:
     immutable as well, so that reading leaves no `-wal` or `-shm` file next to it. Never a
     file in rollback-journal mode: its writer puts uncommitted pages in the file itself,
     which only its locks keep readers from."""
-    uri = f"{Path(path).resolve().as_uri()}?mode=ro"
+    uri = f"{file_uri(os.path.realpath(path))}?mode=ro"
     wal_mode = _header(path)[18:20] == b"\x02\x02"
     return f"{uri}&immutable=1" if wal_mode and not Path(path + "-wal").exists() else uri
 

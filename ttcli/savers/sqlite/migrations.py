@@ -50,7 +50,7 @@ def connect(path: str, busy_timeout: float, *, readonly: bool) -> sqlite3.Connec
         raise StorageError(f"cannot open {path!r}: a file name cannot hold a NUL character")
     target, uri = path, False
     if readonly and path != ":memory:":
-        target, uri = f"{_file_uri(os.path.abspath(path))}?mode=rw", True
+        target, uri = f"{file_uri(os.path.abspath(path))}?mode=rw", True
     try:
         conn = sqlite3.connect(
             target, timeout=busy_timeout, isolation_level=None, check_same_thread=False, uri=uri
@@ -153,7 +153,7 @@ def _refuse_triggers(conn: sqlite3.Connection, path: str) -> None:
 _URI_SAFE = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~/")
 
 
-def _file_uri(path: str) -> str:
+def file_uri(path: str) -> str:
     """The `file:` URI of an absolute path, percent-encoded byte for byte (a name that is
     not UTF-8 too), its authority empty (a path beginning `//` is no host). Not
     urllib.parse.quote: importing it loads ipaddress, milliseconds of every reading
