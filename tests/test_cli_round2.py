@@ -299,6 +299,21 @@ def test_filter_writes_names_a_node(db: Target, long_db: Target) -> None:
     assert (none.stdout, none.stderr) == ("", "no checkpoints in thread 'order:123' match\n")
 
 
+def test_filter_looks_into_what_a_node_wrote(db: Target) -> None:
+    def steps(*filters: str) -> list[int]:
+        args = [arg for f in filters for arg in ("--filter", f)]
+        listed = ttcli(db, "history", "-t", "order:123", *args, "--json")
+        assert listed.exit_code == 0, listed.stderr
+        return [entry["step"] for entry in data(listed)]
+
+    assert steps("writes.plan.tool=cancel_order") == [2]
+    assert steps("writes.plan.tool=refund_order") == []
+    assert steps("writes.plan.tool=cancel_order", "source=loop") == [2]
+    assert steps('writes.understand={"order_id": "123", "log": ["understand: order 123"]}') == [1]
+    assert steps('writes=["plan", "understand"]') == []
+    assert steps('writes=["understand"]') == [1]
+
+
 def test_run_on_a_new_thread_without_input_says_to_give_it(db: Target) -> None:
     result = ttcli(db, "run", ORDER_AGENT, "-t", "order:124")
     assert (result.exit_code, result.stdout) == (2, "")

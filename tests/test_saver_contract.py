@@ -171,6 +171,37 @@ def test_list_filter(saver: BaseSaver, filter_: dict[str, Any], expected_steps: 
     assert found == expected_steps
 
 
+def test_list_filters_on_what_nodes_wrote(saver: BaseSaver) -> None:
+    """`writes` holds what each node returned: a filter on it, or on a key inside it, matches
+    those values on every saver (the SQL ones store them as values, not in the metadata
+    columns), and `limit` counts the checkpoints that match."""
+    writes = [None, {"a": {"n": 1}}, {"b": {"n": 2}}, {"a": {"n": 3}, "b": None}, {"a": {"n": 1}}]
+    ids: list[str] = []
+    for step, written in enumerate(writes):
+        checkpoint = make_checkpoint(step, n=step)
+        metadata = {"source": "loop", "step": step, "parents": {}, "writes": written}
+        saver.put(config("t", ids[-1] if ids else None), checkpoint, metadata, {})
+        ids.append(checkpoint["id"])
+    cases: list[tuple[dict[str, Any], list[int]]] = [
+        ({"writes": {"a": {"n": 1}}}, [4, 1]),
+        ({"writes.a.n": 1}, [4, 1]),
+        ({"writes.a": {"n": 3}}, [3]),
+        ({"writes.b": None}, [4, 3, 1, 0]),
+        ({"writes": None}, [0]),
+        ({"writes": ["a"]}, []),
+        ({"writes.a.n": 1, "step": 1}, [1]),
+        ({"writes.a.n": True}, []),
+    ]
+    for filter_, steps in cases:
+        assert [t.metadata["step"] for t in saver.list(config(), filter=filter_)] == steps, filter_
+        found = saver.list_metadata(config(), filter=filter_)
+        assert [t.metadata["step"] for t in found] == steps, filter_
+    assert listed(saver, config(), filter={"writes.a.n": 1}, limit=1) == [ids[4]]
+    assert listed(saver, None, filter={"writes.b.n": 2}) == [ids[2]]
+    before = config("t", ids[4])
+    assert listed(saver, config(), filter={"writes.a.n": 1}, before=before) == [ids[1]]
+
+
 @pytest.mark.parametrize(
     "bad_key",
     ["source') OR 1=1 --", "a b", "$.source", "x;DROP TABLE checkpoints", ""],

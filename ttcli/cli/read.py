@@ -32,7 +32,8 @@ if TYPE_CHECKING:
     multiple=True,
     metavar="KEY=VALUE",
     help="Only checkpoints whose metadata KEY equals VALUE (repeatable; a.b reaches nested "
-    "keys); writes=NODE: the checkpoints NODE wrote.",
+    "keys); writes=NODE: the checkpoints NODE wrote; writes.NODE.KEY=VALUE: NODE wrote VALUE "
+    "at KEY (reads what it wrote).",
 )
 @click.option(
     "--where",
@@ -51,12 +52,13 @@ def history(
     before: str | None, limit: int | None,
 ) -> None:  # fmt: skip
     """List a thread's checkpoints, newest first, without reading any stored value (except
-    with --where, which looks into the state).
+    with --where, which looks into the state, and a filter on what a node wrote).
 
     \b
     Example:
         ttcli history --thread order:123 --filter source=loop --limit 5
         ttcli history --thread order:123 --filter writes=plan
+        ttcli history --thread order:123 --filter writes.plan.tool=cancel_order
         ttcli history --thread order:123 --where tool=cancel_order   # when did it go wrong?
     """
     saver, ref = env.reader(thread), CheckpointRef(thread, ns)

@@ -231,19 +231,21 @@ def history(
     limit: int | None = None,
     where: Mapping[str, Any] | None = None,
 ) -> list[Entry]:
-    """Newest first, without reading any stored value unless `where` asks about them. A
-    filter `writes=NODE` (a name, not a list) matches the checkpoints NODE wrote, alone or
-    with other nodes; `where` maps paths into the state (`order.items.0`) to their values.
+    """Newest first, without reading any stored value unless `where` or a filter on what
+    nodes wrote asks about them. A filter `writes=NODE` matches the checkpoints NODE wrote,
+    alone or with other nodes, and `writes=[NODE, ...]` those these nodes wrote and no other
+    (names only: nothing is read); `writes.NODE.KEY=VALUE` looks at what NODE wrote. `where`
+    maps paths into the state (`order.items.0`) to their values.
 
     Raises:
         ThreadNotFoundError: the thread has no checkpoints.
         InputError: a `where` path that is not one.
     """
     wanted = dict(filter or {})
-    node = wanted.pop("writes") if isinstance(wanted.get("writes"), str) else None
     checks: list[Callable[[CheckpointTuple], bool]] = []
-    if node is not None:
-        checks.append(lambda saved: node in (saved.metadata.get("writes") or {}))
+    if (by_names := _writers(wanted.get("writes"))) is not None:
+        del wanted["writes"]
+        checks.append(by_names)
     if where:
         [paths.parse(path) for path in where]  # a bad path fails before anything is read
         checks.append(
@@ -256,6 +258,17 @@ def history(
     if not found and saver.get_tuple(ref.to_config()) is None:
         raise ThreadNotFoundError(ref.thread_id)
     return [entry(_with_triggers(saver, saved)) for saved in found]
+
+
+def _writers(value: Any) -> Callable[[CheckpointTuple], bool] | None:
+    """A filter `writes=NODE` or `writes=[NODE, ...]` as a check of the names of the nodes
+    that wrote; None for another value (a filter on what they wrote, left to the saver)."""
+    if isinstance(value, str):
+        return lambda saved: value in (saved.metadata.get("writes") or {})
+    if isinstance(value, list) and all(isinstance(name, str) for name in value):
+        names = set(value)
+        return lambda saved: set(saved.metadata.get("writes") or {}) == names
+    return None
 
 
 Lister = Callable[..., Iterable[CheckpointTuple]]

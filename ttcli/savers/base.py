@@ -129,8 +129,9 @@ class BaseSaver(ABC):
         Args:
             config: the thread (and namespace) to list; None lists every thread. A
                 checkpoint id in it narrows the result to that checkpoint.
-            filter: metadata equality (dotted keys reach nested fields); keys are checked
-                with `validate_filter`.
+            filter: metadata equality (dotted keys reach nested fields), `writes` (what each
+                node returned) included, on every saver; keys are checked with
+                `validate_filter`.
             before: only checkpoints whose id is smaller than this config's id.
             limit: at most this many, applied after the other conditions.
 

@@ -36,6 +36,14 @@ def validate_filter(filter_: Mapping[str, Any] | None) -> dict[str, Any]:
     return checked
 
 
+def split_writes(filter_: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A checked filter's keys on `writes` (what each node returned), apart from the others:
+    the SQL savers store those outputs as values, their metadata columns hold only the
+    nodes' names, so they match them on the decoded metadata (`metadata_matches`)."""
+    on_writes = {k: v for k, v in filter_.items() if k == "writes" or k.startswith("writes.")}
+    return {k: v for k, v in filter_.items() if k not in on_writes}, on_writes
+
+
 def metadata_matches(metadata: Mapping[str, Any], filter_: Mapping[str, Any]) -> bool:
     """Equality on (dotted) metadata keys; a None filter value matches a missing key."""
     for key, wanted in filter_.items():

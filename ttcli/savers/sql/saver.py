@@ -26,6 +26,7 @@ from ttcli.savers.base import (
     ThreadSummary,
 )
 from ttcli.savers.blobs import BlobStore
+from ttcli.savers.rules import metadata_matches, split_writes, validate_filter
 from ttcli.savers.serde import Serializer
 from ttcli.savers.sql.blob_table import SqlBlobRows
 from ttcli.savers.sql.db import Db
@@ -151,12 +152,20 @@ class SqlSaver(BaseSaver):
         before: RunnableConfig | None = None,
         limit: int | None = None,
     ) -> Iterator[CheckpointTuple]:
-        query, params = list_query(config, filter, before, limit, self.metadata_match)
+        by_columns, by_writes = split_writes(validate_filter(filter))
+        # a filter on what nodes wrote is matched once each row is decoded: the query finds
+        # the candidates, and `limit` counts the matches
+        query, params = list_query(
+            config, by_columns, before, None if by_writes else limit, self.metadata_match
+        )
         with self.connection.read() as conn:
             rows = conn.execute(query, params).fetchall()
+        matched = 0
         # decoded as each is yielded (a whole history's values never sit in memory at once),
         # each in a read of its own (the caller may write between two)
         for listed in rows:
+            if by_writes and limit is not None and matched >= limit:
+                return
             with self.connection.read() as conn:
                 row = self.rows.by_key(conn, listed[0], listed[3])
                 if row is None or row[1] != listed[1] or row[2] != listed[2]:
@@ -164,6 +173,9 @@ class SqlSaver(BaseSaver):
                     # a new thread again, which may hold the same checkpoint ids (a copy)
                     continue
                 saved = self.states.tuple(conn, row)
+            if by_writes and not metadata_matches(saved.metadata, by_writes):
+                continue
+            matched += 1
             yield saved
 
     def list_metadata(
@@ -177,7 +189,9 @@ class SqlSaver(BaseSaver):
         """Like `list`, without reading a single stored value: values stored apart from the
         checkpoint row read as NOT_LOADED (small ones, such as the triggers that say what
         runs next, are there), there are no pending writes, and metadata.writes maps each
-        node to None."""
+        node to None. A filter on `writes` needs them read: then this is `list`."""
+        if split_writes(validate_filter(filter))[1]:
+            return builtins.list(self.list(config, filter=filter, before=before, limit=limit))
         query, params = list_query(config, filter, before, limit, self.metadata_match)
         with self.connection.read() as conn:
             rows = conn.execute(query, params).fetchall()
