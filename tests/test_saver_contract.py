@@ -699,3 +699,13 @@ def test_metadata_without_a_storable_step_or_source_is_refused(
     with pytest.raises(SerializationError, match="needs an integer 'step'"):
         saver.put(config(), make_checkpoint(0), metadata, {})
     assert saver.get_tuple(config()) is None
+
+
+@pytest.mark.parametrize("writes", ["plan", ["plan"], 5], ids=["text", "list", "number"])
+def test_metadata_whose_writes_map_no_nodes_is_refused(saver: BaseSaver, writes: Any) -> None:
+    """`writes` maps each node to what it returned (or is None): anything else is refused on
+    every saver, not stored as nothing by some."""
+    metadata = {"source": "loop", "step": 0, "parents": {}, "writes": writes}
+    with pytest.raises(SerializationError, match="'writes' maps each node"):
+        saver.put(config(), make_checkpoint(0), metadata, {})
+    assert saver.get_tuple(config()) is None

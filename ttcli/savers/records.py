@@ -201,6 +201,21 @@ def source_and_step(metadata: Mapping[str, Any]) -> tuple[str, int]:
     return source, step
 
 
+def node_writes(metadata: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """Metadata's `writes`: what each node returned, by node; None if it has none.
+
+    Raises:
+        SerializationError: it is something else, which no saver could list by node.
+    """
+    writes = metadata.get("writes")
+    if writes is not None and not isinstance(writes, Mapping):
+        raise SerializationError(
+            f"cannot store checkpoint metadata: 'writes' maps each node to what it wrote, "
+            f"not a {type(writes).__name__}; give a dict or None"
+        )
+    return writes
+
+
 #: levels of maps and lists metadata may nest: its JSON must read in SQLite (whose JSON
 #: functions stop at 1,000 since 3.45, and `json_patch` adds one) and in Python's `json`
 #: at the default recursion limit
@@ -235,8 +250,8 @@ def metadata_columns(metadata: Mapping[str, Any]) -> tuple[str, int, str | None,
     (parents, writes, source) with null, so reading rebuilds exactly what was stored.
     """
     source, step = source_and_step(metadata)
-    writes = metadata.get("writes")
-    writers = _json_list(writes) if isinstance(writes, Mapping) else None
+    writes = node_writes(metadata)
+    writers = None if writes is None else _json_list(writes)
     extra = {k: v for k, v in metadata.items() if k not in ("source", "step", "parents", "writes")}
     if "parents" not in metadata:
         extra["parents"] = None

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from ttcli.configs import CheckpointRef
 from ttcli.errors import AnswerConflictError, ConfigError, InvalidFilterError, SerializationError
-from ttcli.savers.records import metadata_json, source_and_step
+from ttcli.savers.records import metadata_json, node_writes, source_and_step
 from ttcli.uuid6 import canonical_bytes
 
 if TYPE_CHECKING:
@@ -180,7 +180,8 @@ def _with_writes(
 
 def check_metadata(metadata: Mapping[str, Any]) -> None:
     """Metadata is JSON in the SQL databases, where a NaN or an infinity would break every
-    filtered list, and its `source` and `step` are columns there: refused on every saver,
-    as SerializationError."""
+    filtered list, its `source` and `step` are columns there, and its `writes` a map by
+    node: refused on every saver, as SerializationError."""
     source_and_step(metadata)
+    node_writes(metadata)
     metadata_json({k: v for k, v in metadata.items() if k != "writes"})
