@@ -132,6 +132,8 @@ def test_list_before_limit_and_checkpoint_id(saver: BaseSaver) -> None:
         ({"nested.deep": 3}, [1, 0, -1]),
         ({"flag": True}, [1, 0, -1]),
         ({"flag": 1}, []),
+        ({"inner": {"on": 1}}, []),
+        ({"inner": {"on": True}}, [1, 0, -1]),
         ({"unknown_key": "x"}, []),
         ({"step": 0.0}, [0]),
         ({"step": False}, []),
@@ -153,6 +155,8 @@ def test_list_before_limit_and_checkpoint_id(saver: BaseSaver) -> None:
         "dotted-nested",
         "bool",
         "bool-is-not-int",
+        "nested-bool-is-not-int",
+        "nested-bool",
         "unknown-key-matches-nothing",
         "step-float",
         "step-bool-is-not-int",
@@ -166,7 +170,7 @@ def test_list_before_limit_and_checkpoint_id(saver: BaseSaver) -> None:
     ],
 )
 def test_list_filter(saver: BaseSaver, filter_: dict[str, Any], expected_steps: list[int]) -> None:
-    put_chain(saver, user="u1", nested={"deep": 3}, flag=True, big=2**64 - 1)
+    put_chain(saver, user="u1", nested={"deep": 3}, flag=True, big=2**64 - 1, inner={"on": True})
     found = [t.metadata["step"] for t in saver.list(config(), filter=filter_)]
     assert found == expected_steps
 
@@ -191,6 +195,8 @@ def test_list_filters_on_what_nodes_wrote(saver: BaseSaver) -> None:
         ({"writes": ["a"]}, []),
         ({"writes.a.n": 1, "step": 1}, [1]),
         ({"writes.a.n": True}, []),
+        ({"writes.a": {"n": True}}, []),
+        ({"writes": {"a": {"n": 1.0}}}, [4, 1]),
     ]
     for filter_, steps in cases:
         assert [t.metadata["step"] for t in saver.list(config(), filter=filter_)] == steps, filter_
@@ -200,6 +206,28 @@ def test_list_filters_on_what_nodes_wrote(saver: BaseSaver) -> None:
     assert listed(saver, None, filter={"writes.b.n": 2}) == [ids[2]]
     before = config("t", ids[4])
     assert listed(saver, config(), filter={"writes.a.n": 1}, before=before) == [ids[1]]
+
+
+def test_a_filter_on_what_nodes_wrote_pages_through_a_long_thread(saver: BaseSaver) -> None:
+    ids: list[str] = []
+    for step in range(450):
+        checkpoint = make_checkpoint(step, n=step)
+        written = {"a": {"n": 1 if step % 100 == 7 else 0}}
+        metadata = {"source": "loop", "step": step, "parents": {}, "writes": written}
+        saver.put(config("t", ids[-1] if ids else None), checkpoint, metadata, {})
+        ids.append(checkpoint["id"])
+    wanted = {"writes.a.n": 1}
+    assert [t.metadata["step"] for t in saver.list(config(), filter=wanted)] == [
+        407,
+        307,
+        207,
+        107,
+        7,
+    ]
+    assert listed(saver, config(), filter=wanted, limit=3) == [ids[407], ids[307], ids[207]]
+    before = config("t", ids[300])
+    assert listed(saver, config(), filter=wanted, before=before, limit=2) == [ids[207], ids[107]]
+    assert listed(saver, config(), filter=wanted, limit=0) == []
 
 
 @pytest.mark.parametrize(

@@ -17,7 +17,7 @@ import msgpack
 import pytest
 import sqlite_utils
 
-from tests.test_saver_contract import config, put_chain, put_one
+from tests.test_saver_contract import config, make_checkpoint, put_chain, put_one
 from ttcli import END, START, MessagesState, StateGraph
 from ttcli.errors import (
     CorruptValueError,
@@ -268,6 +268,30 @@ def test_a_corrupt_blob_is_an_error_not_a_none(db_path: Path) -> None:
     with SqliteSaver.from_conn_string(db_path) as saver:
         with pytest.raises(CorruptValueError, match="undecodable"):
             chat_app(saver).get_state(cfg)
+
+
+def test_a_filter_on_writes_reads_no_value_of_the_checkpoints_it_passes_over(
+    db_path: Path,
+) -> None:
+    with SqliteSaver.from_conn_string(db_path) as saver:
+        old = make_checkpoint(0, doc="a long text stored apart " * 10)
+        metadata = {"source": "loop", "step": 0, "parents": {}, "writes": {"a": {"n": 1}}}
+        saver.put(config(), old, metadata, old["channel_versions"])
+        new = make_checkpoint(1, n=1)
+        metadata = {"source": "loop", "step": 1, "parents": {}, "writes": {"a": {"n": 2}}}
+        saver.put(config("t", old["id"]), new, metadata, new["channel_versions"])
+    conn = sqlite3.connect(db_path)
+    conn.execute("UPDATE blobs SET value = x'c1c1c1'")  # the old checkpoint's text
+    conn.commit()
+    conn.close()
+    with SqliteSaver.from_conn_string(db_path) as saver:
+        assert [t.checkpoint["id"] for t in saver.list(config(), filter={"writes.a.n": 2})] == [
+            new["id"]
+        ]
+        found = saver.list_metadata(config(), filter={"writes.a.n": 2})
+        assert [t.checkpoint["id"] for t in found] == [new["id"]]
+        with pytest.raises(CorruptValueError, match="undecodable"):
+            list(saver.list(config(), filter={"writes.a.n": 1}))
 
 
 WRITER = textwrap.dedent(

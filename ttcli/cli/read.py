@@ -32,8 +32,9 @@ if TYPE_CHECKING:
     multiple=True,
     metavar="KEY=VALUE",
     help="Only checkpoints whose metadata KEY equals VALUE (repeatable; a.b reaches nested "
-    "keys); writes=NODE: the checkpoints NODE wrote; writes.NODE.KEY=VALUE: NODE wrote VALUE "
-    "at KEY (reads what it wrote).",
+    'keys); writes=NODE: the checkpoints NODE wrote; writes=\'["a","b"]\': those a and b '
+    "wrote, no other node; writes.NODE.KEY=VALUE: NODE wrote VALUE at KEY (reads what it "
+    "wrote).",
 )
 @click.option(
     "--where",

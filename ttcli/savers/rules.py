@@ -45,12 +45,36 @@ def split_writes(filter_: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, 
 
 
 def metadata_matches(metadata: Mapping[str, Any], filter_: Mapping[str, Any]) -> bool:
-    """Equality on (dotted) metadata keys; a None filter value matches a missing key."""
+    """Equality on (dotted) metadata keys, as JSON has it (`json_equal`); a None filter
+    value matches a missing key."""
     for key, wanted in filter_.items():
         value: Any = metadata
         for part in key.split("."):
             value = value.get(part) if isinstance(value, Mapping) else None
-        if value != wanted or (isinstance(value, bool) != isinstance(wanted, bool)):
+        if not json_equal(value, wanted):
+            return False
+    return True
+
+
+def json_equal(value: Any, wanted: Any) -> bool:
+    """Equality of JSON values: a bool is no number (True is not 1, as in the SQL
+    databases' filters), at every level of maps and lists; a tuple is a list. Walked with a
+    stack of its own: metadata nests up to METADATA_DEPTH_MAX levels, what nodes wrote more."""
+    pairs: list[tuple[Any, Any]] = [(value, wanted)]
+    while pairs:
+        ours, theirs = pairs.pop()
+        if isinstance(ours, bool) or isinstance(theirs, bool):
+            if not (isinstance(ours, bool) and isinstance(theirs, bool) and ours == theirs):
+                return False
+        elif isinstance(ours, Mapping) and isinstance(theirs, Mapping):
+            if ours.keys() != theirs.keys():
+                return False
+            pairs += [(ours[key], theirs[key]) for key in ours]
+        elif isinstance(ours, list | tuple) and isinstance(theirs, list | tuple):
+            if len(ours) != len(theirs):
+                return False
+            pairs += zip(ours, theirs, strict=True)
+        elif not ours == theirs:
             return False
     return True
 

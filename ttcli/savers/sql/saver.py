@@ -47,6 +47,10 @@ if TYPE_CHECKING:
 _Part = TypeVar("_Part")
 
 
+#: candidate rows a filter on what nodes wrote reads at a time
+_WRITES_PAGE = 200
+
+
 class SqlSaver(BaseSaver):
     """Checkpoints in SQL tables of ttcli's format, on the connection a backend opened."""
 
@@ -152,31 +156,18 @@ class SqlSaver(BaseSaver):
         before: RunnableConfig | None = None,
         limit: int | None = None,
     ) -> Iterator[CheckpointTuple]:
-        by_columns, by_writes = split_writes(validate_filter(filter))
-        # a filter on what nodes wrote is matched once each row is decoded: the query finds
-        # the candidates, and `limit` counts the matches
-        query, params = list_query(
-            config, by_columns, before, None if by_writes else limit, self.metadata_match
-        )
+        in_sql, on_writes = split_writes(validate_filter(filter))
+        if on_writes:
+            yield from self._on_writes(config, in_sql, on_writes, before, limit, values=True)
+            return
+        query, params = list_query(config, in_sql, before, limit, self.metadata_match)
         with self.connection.read() as conn:
             rows = conn.execute(query, params).fetchall()
-        matched = 0
         # decoded as each is yielded (a whole history's values never sit in memory at once),
         # each in a read of its own (the caller may write between two)
         for listed in rows:
-            if by_writes and limit is not None and matched >= limit:
-                return
-            with self.connection.read() as conn:
-                row = self.rows.by_key(conn, listed[0], listed[3])
-                if row is None or row[1] != listed[1] or row[2] != listed[2]:
-                    # deleted since (a prune); or with its thread, whose key SQLite gives
-                    # a new thread again, which may hold the same checkpoint ids (a copy)
-                    continue
-                saved = self.states.tuple(conn, row)
-            if by_writes and not metadata_matches(saved.metadata, by_writes):
-                continue
-            matched += 1
-            yield saved
+            if (saved := self._read_again(listed, self.states.tuple)) is not None:
+                yield saved
 
     def list_metadata(
         self,
@@ -189,13 +180,66 @@ class SqlSaver(BaseSaver):
         """Like `list`, without reading a single stored value: values stored apart from the
         checkpoint row read as NOT_LOADED (small ones, such as the triggers that say what
         runs next, are there), there are no pending writes, and metadata.writes maps each
-        node to None. A filter on `writes` needs them read: then this is `list`."""
-        if split_writes(validate_filter(filter))[1]:
-            return builtins.list(self.list(config, filter=filter, before=before, limit=limit))
-        query, params = list_query(config, filter, before, limit, self.metadata_match)
+        node to None, unless the filter asks about what nodes wrote: then that is read."""
+        in_sql, on_writes = split_writes(validate_filter(filter))
+        if on_writes:
+            return [*self._on_writes(config, in_sql, on_writes, before, limit, values=False)]
+        query, params = list_query(config, in_sql, before, limit, self.metadata_match)
         with self.connection.read() as conn:
             rows = conn.execute(query, params).fetchall()
             return [self.states.tuple(conn, row, values=False) for row in rows]
+
+    def _on_writes(
+        self,
+        config: RunnableConfig | None,
+        in_sql: dict[str, Any],
+        on_writes: dict[str, Any],
+        before: RunnableConfig | None,
+        limit: int | None,
+        *,
+        values: bool,
+    ) -> Iterator[CheckpointTuple]:
+        """`list` with a filter on what nodes wrote: stored as values (the metadata columns
+        name only the nodes), it is matched on each candidate's decoded writes, and `limit`
+        counts the matches. A thread's candidates are read a page at a time (its ids are
+        unique); every thread's at once."""
+
+        def matching(conn: Db, row: Sequence[Any]) -> CheckpointTuple | None:
+            saved = self.states.tuple(conn, row, values=False, writes=True)
+            if not metadata_matches(saved.metadata, on_writes):
+                return None
+            return self.states.tuple(conn, row) if values else saved
+
+        wanted = None if limit is None or int(limit) < 0 else int(limit)
+        page = None if config is None else _WRITES_PAGE
+        while wanted != 0:
+            query, params = list_query(config, in_sql, before, page, self.metadata_match)
+            with self.connection.read() as conn:
+                rows = conn.execute(query, params).fetchall()
+            for listed in rows:
+                if (saved := self._read_again(listed, matching)) is None:
+                    continue
+                yield saved
+                if wanted is not None and (wanted := wanted - 1) == 0:
+                    return
+            if page is None or len(rows) < page:
+                return
+            before = self.ref(config).config_at(id_text(rows[-1][3]))  # type: ignore[arg-type]
+
+    def _read_again(
+        self,
+        listed: Sequence[Any],
+        read: Callable[[Db, Sequence[Any]], CheckpointTuple | None],
+    ) -> CheckpointTuple | None:
+        """A listed row read as it is now by `read`, in a read of its own (the caller of
+        `list` may write between two); None if it was deleted since it was listed (a prune),
+        or with its thread, whose key SQLite gives a new thread again, which may hold the
+        same checkpoint ids (a copy)."""
+        with self.connection.read() as conn:
+            row = self.rows.by_key(conn, listed[0], listed[3])
+            if row is None or row[1] != listed[1] or row[2] != listed[2]:
+                return None
+            return read(conn, row)
 
     def put(
         self,

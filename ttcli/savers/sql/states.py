@@ -100,12 +100,15 @@ class States:
             key = unpack_parent(key, row[0]) if depth else None
         return rows, None
 
-    def tuple(self, conn: Db, row: Sequence[Any], *, values: bool = True) -> CheckpointTuple:
+    def tuple(
+        self, conn: Db, row: Sequence[Any], *, values: bool = True, writes: bool | None = None
+    ) -> CheckpointTuple:
         """A row as a CheckpointTuple: as `sql.WITH_PENDING` gives it, or (without `values`)
-        as `sql.SELECT` does; a row that is not what ttcli writes is an error naming the
+        as `sql.SELECT` does, with what nodes wrote read only if `writes` says so (it follows
+        `values` by default); a row that is not what ttcli writes is an error naming the
         checkpoint."""
         try:
-            return self._read(conn, row, values=values)
+            return self._read(conn, row, values=values, writes=values if writes is None else writes)
         except (CorruptValueError, TypeError, ValueError, KeyError, IndexError) as exc:
             raw = row[3] if len(row) > 3 else b""
             name = id_text(raw) if isinstance(raw, bytes) and len(raw) == 16 else repr(raw)
@@ -117,17 +120,17 @@ class States:
                 "`ttcli verify` lists what else is damaged"
             ) from None
 
-    def _read(self, conn: Db, row: Sequence[Any], *, values: bool) -> CheckpointTuple:
+    def _read(self, conn: Db, row: Sequence[Any], *, values: bool, writes: bool) -> CheckpointTuple:
         (thread_key, thread_id, ns, checkpoint_id, parent_id, created_at,
          source, step, other, stored) = row[:10]  # fmt: skip
         state = self.resolve(conn, thread_key, checkpoint_id, (parent_id, stored))
         assert state is not None
-        load_value = self.blobs.load_value if values else _skip
-        writes = None if state.writes is None else {n: load_value(e) for n, e in state.writes}
+        load_write = self.blobs.load_value if writes else _skip
+        written = None if state.writes is None else {n: load_write(e) for n, e in state.writes}
         pending: list[PendingWrite] = []
         if values:
             pending = [
-                (task_id, channel, load_value(entry))
+                (task_id, channel, self.blobs.load_value(entry))
                 for task_id, _path, channel, entry in in_order(self.pending.of_row(row))
             ]
         ref = CheckpointRef(thread_id, ns)
@@ -136,7 +139,7 @@ class States:
         return CheckpointTuple(
             config=ref.config_at(checkpoint["id"]),
             checkpoint=checkpoint,
-            metadata=metadata_of(source, step, other, writes),
+            metadata=metadata_of(source, step, other, written),
             parent_config=ref.config_at(id_text(parent)) if parent else None,
             pending_writes=pending if values else None,
         )
