@@ -34,7 +34,7 @@ def saver() -> Iterator[PostgresSaver]:
 def test_list_of_a_thread_selects_it_by_key(filter_: Any, before: str | None) -> None:
     config = CheckpointRef("t").to_config()
     before_config = None if before is None else CheckpointRef("t").at(before).to_config()
-    query, _ = list_query(config, filter_, before_config, 20, postgres_match)
+    query, _, _ = list_query(config, filter_, before_config, 20, postgres_match)
     rewritten = psycopg_sql(query)
     assert psycopg_sql(THREAD_BY_KEY) in rewritten
     assert "t.thread_id =" not in rewritten
@@ -71,7 +71,7 @@ def test_the_newest_of_a_long_thread_are_read_without_a_sort(saver: PostgresSave
     assert [t.config["configurable"]["checkpoint_id"] for t in saver.list(config, limit=20)] == (
         ids[::-1][:20]
     )
-    query, params = list_query(config, None, None, 20, postgres_match)
+    query, params, _ = list_query(config, None, None, 20, postgres_match)
     with saver.connection.read() as conn:
         assert conn.conn is not None
         explain = ClientCursor(conn.conn).mogrify(psycopg_sql(query), params)

@@ -134,6 +134,12 @@ def test_list_before_limit_and_checkpoint_id(saver: BaseSaver) -> None:
         ({"flag": 1}, []),
         ({"inner": {"on": 1}}, []),
         ({"inner": {"on": True}}, [1, 0, -1]),
+        ({"nested": {"deep": 3.0}}, [1, 0, -1]),
+        ({"pair": {"b": [2, 1.5], "a": 1}}, [1, 0, -1]),
+        ({"pair": {"a": 1, "b": [1.5, 2]}}, []),
+        ({"pair": {"a": 1}}, []),
+        ({"pair.b": [2.0, 1.5]}, [1, 0, -1]),
+        ({"user": {"u1"}}, []),
         ({"unknown_key": "x"}, []),
         ({"step": 0.0}, [0]),
         ({"step": False}, []),
@@ -157,6 +163,12 @@ def test_list_before_limit_and_checkpoint_id(saver: BaseSaver) -> None:
         "bool-is-not-int",
         "nested-bool-is-not-int",
         "nested-bool",
+        "nested-float-is-int",
+        "map-in-another-key-order",
+        "list-in-another-order",
+        "map-with-fewer-keys",
+        "list-by-dotted-key",
+        "not-json",
         "unknown-key-matches-nothing",
         "step-float",
         "step-bool-is-not-int",
@@ -170,7 +182,15 @@ def test_list_before_limit_and_checkpoint_id(saver: BaseSaver) -> None:
     ],
 )
 def test_list_filter(saver: BaseSaver, filter_: dict[str, Any], expected_steps: list[int]) -> None:
-    put_chain(saver, user="u1", nested={"deep": 3}, flag=True, big=2**64 - 1, inner={"on": True})
+    put_chain(
+        saver,
+        user="u1",
+        nested={"deep": 3},
+        flag=True,
+        big=2**64 - 1,
+        inner={"on": True},
+        pair={"a": 1, "b": [2, 1.5]},
+    )
     found = [t.metadata["step"] for t in saver.list(config(), filter=filter_)]
     assert found == expected_steps
 

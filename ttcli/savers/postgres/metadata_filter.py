@@ -31,5 +31,8 @@ def postgres_match(n: int, key: str, value: Any) -> tuple[str, dict[str, Any]]:
         return f"jsonb_typeof({found}) = 'string' AND {found} #>> '{{}}' = :value{n}", bound
     if isinstance(value, int | float) and not isinstance(value, bool):
         return f"jsonb_typeof({found}) = 'number' AND ({found})::numeric = :value{n}", bound
-    bound[f"value{n}"] = json.dumps(value, separators=(",", ":"))
+    try:
+        bound[f"value{n}"] = json.dumps(value, separators=(",", ":"))
+    except (TypeError, ValueError):  # a value JSON has no way to hold matches nothing stored
+        return "FALSE", {}
     return f"{found} = (:value{n})::jsonb", bound

@@ -157,10 +157,12 @@ class SqlSaver(BaseSaver):
         limit: int | None = None,
     ) -> Iterator[CheckpointTuple]:
         in_sql, on_writes = split_writes(validate_filter(filter))
-        if on_writes:
-            yield from self._on_writes(config, in_sql, on_writes, before, limit, values=True)
+        query, params, inexact = list_query(config, in_sql, before, limit, self.metadata_match)
+        if on_writes or inexact:
+            yield from self._decoded_match(
+                config, in_sql, {**inexact, **on_writes}, before, limit, values=True
+            )
             return
-        query, params = list_query(config, in_sql, before, limit, self.metadata_match)
         with self.connection.read() as conn:
             rows = conn.execute(query, params).fetchall()
         # decoded as each is yielded (a whole history's values never sit in memory at once),
@@ -182,38 +184,41 @@ class SqlSaver(BaseSaver):
         runs next, are there), there are no pending writes, and metadata.writes maps each
         node to None, unless the filter asks about what nodes wrote: then that is read."""
         in_sql, on_writes = split_writes(validate_filter(filter))
-        if on_writes:
-            return [*self._on_writes(config, in_sql, on_writes, before, limit, values=False)]
-        query, params = list_query(config, in_sql, before, limit, self.metadata_match)
+        query, params, inexact = list_query(config, in_sql, before, limit, self.metadata_match)
+        if on_writes or inexact:
+            decoded = {**inexact, **on_writes}
+            return [*self._decoded_match(config, in_sql, decoded, before, limit, values=False)]
         with self.connection.read() as conn:
             rows = conn.execute(query, params).fetchall()
             return [self.states.tuple(conn, row, values=False) for row in rows]
 
-    def _on_writes(
+    def _decoded_match(
         self,
         config: RunnableConfig | None,
         in_sql: dict[str, Any],
-        on_writes: dict[str, Any],
+        decoded: dict[str, Any],
         before: RunnableConfig | None,
         limit: int | None,
         *,
         values: bool,
     ) -> Iterator[CheckpointTuple]:
-        """`list` with a filter on what nodes wrote: stored as values (the metadata columns
-        name only the nodes), it is matched on each candidate's decoded writes, and `limit`
-        counts the matches. A thread's candidates are read a page at a time (its ids are
-        unique); every thread's at once."""
+        """`list` with filter keys the query cannot match exactly, matched on each candidate's
+        decoded metadata: what nodes wrote (stored as values: the metadata columns name only
+        the nodes) and what the database's JSON does not compare exactly (`MetadataMatch`).
+        `limit` counts the matches. A thread's candidates are read a page at a time (its ids
+        are unique); every thread's at once."""
+        writes = bool(split_writes(decoded)[1])
 
         def matching(conn: Db, row: Sequence[Any]) -> CheckpointTuple | None:
-            saved = self.states.tuple(conn, row, values=False, writes=True)
-            if not metadata_matches(saved.metadata, on_writes):
+            saved = self.states.tuple(conn, row, values=False, writes=writes)
+            if not metadata_matches(saved.metadata, decoded):
                 return None
             return self.states.tuple(conn, row) if values else saved
 
         wanted = None if limit is None or int(limit) < 0 else int(limit)
         page = None if config is None else _WRITES_PAGE
         while wanted != 0:
-            query, params = list_query(config, in_sql, before, page, self.metadata_match)
+            query, params, _ = list_query(config, in_sql, before, page, self.metadata_match)
             with self.connection.read() as conn:
                 rows = conn.execute(query, params).fetchall()
             for listed in rows:

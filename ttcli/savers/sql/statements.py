@@ -11,8 +11,9 @@ from ttcli.savers.rules import validate_filter
 from ttcli.savers.sql.ids import id_bytes, require_id
 
 #: one key of a metadata filter as a WHERE clause and its parameters (named after `n`, the
-#: key's position): `source` and `step` are columns, the rest is JSON in each database's terms
-MetadataMatch = Callable[[int, str, Any], tuple[str, dict[str, Any]]]
+#: key's position): `source` and `step` are columns, the rest is JSON in each database's terms;
+#: None where the database's JSON cannot compare it exactly (it is matched once decoded)
+MetadataMatch = Callable[[int, str, Any], tuple[str, dict[str, Any]] | None]
 
 THREAD = """
 SELECT thread_key
@@ -196,8 +197,9 @@ def list_query(
     before: RunnableConfig | None,
     limit: int | None,
     match: MetadataMatch,
-) -> tuple[str, dict[str, Any]]:
-    """The query `list` runs; `match` is the database's SQL for one metadata filter key."""
+) -> tuple[str, dict[str, Any], dict[str, Any]]:
+    """The query `list` runs, its parameters, and the filter's keys it leaves out (`match`,
+    the database's SQL for one metadata filter key, has none for them)."""
     clauses: list[str] = []
     params: dict[str, Any] = {}
     if config is not None:
@@ -213,10 +215,14 @@ def list_query(
             raise ConfigError("`before` needs a config with a checkpoint_id")
         clauses.append("c.checkpoint_id < :before")
         params["before"] = require_id(before_id)
+    left: dict[str, Any] = {}
     for n, (key, value) in enumerate(validate_filter(filter_).items()):
-        clause, bound = match(n, key, value)
-        clauses.append(clause)
-        params.update(bound)
+        matched = match(n, key, value)
+        if matched is None:
+            left[key] = value
+            continue
+        clauses.append(matched[0])
+        params.update(matched[1])
     query = SELECT
     if clauses:
         query += "WHERE " + "\n  AND ".join(clauses) + "\n"
@@ -224,4 +230,4 @@ def list_query(
     if limit is not None:
         query += "LIMIT :limit\n"
         params["limit"] = int(limit)
-    return query, params
+    return query, params, left

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import json
 import math
 import sqlite3
+from collections.abc import Mapping
 from typing import Any
 
 #: the integers SQLite binds as INTEGER
@@ -21,8 +21,13 @@ METADATA_SQL = """json_insert(
 )"""
 
 
-def sqlite_match(n: int, key: str, value: Any) -> tuple[str, dict[str, Any]]:
-    """One metadata filter key as SQLite SQL (see `statements.MetadataMatch`)."""
+def sqlite_match(n: int, key: str, value: Any) -> tuple[str, dict[str, Any]] | None:
+    """One metadata filter key as SQLite SQL (see `statements.MetadataMatch`); None for a
+    map or a list, which SQLite's JSON compares as text (key order, 1 and 1.0 would count)."""
+    if isinstance(value, Mapping | list | tuple):
+        return None
+    if value is not None and not isinstance(value, int | float | str):
+        return "0", {}  # a value JSON has no way to hold matches nothing stored
     # the key is bound as a JSON path, never pasted into the SQL text
     path = "$" + "".join(f'."{part}"' for part in key.split("."))
     return filter_clause(n, key, value), {f"path{n}": path, f"value{n}": filter_value(value)}
@@ -45,9 +50,7 @@ def filter_clause(n: int, key: str, value: Any) -> str:
         return f"{kind} = 'integer' AND ({METADATA_SQL} -> :path{n}) = :value{n}"
     if isinstance(value, int | float):
         return f"{kind} IN ('integer', 'real') AND {extract} = :value{n}"
-    if isinstance(value, str):
-        return f"{kind} = 'text' AND {extract} = :value{n}"
-    return f"{kind} IN ('object', 'array') AND {extract} = json(:value{n})"
+    return f"{kind} = 'text' AND {extract} = :value{n}"
 
 
 def filter_value(value: Any) -> Any:
@@ -56,9 +59,7 @@ def filter_value(value: Any) -> Any:
     if isinstance(value, int) and not INT64[0] <= value <= INT64[1]:
         # SQLite binds no wider integer: as text (the `step` column compares it as a number)
         return str(value) if JSON_TEXT else beyond_int64(value)
-    if value is None or isinstance(value, int | float | str):
-        return value
-    return json.dumps(value, separators=(",", ":"))
+    return value
 
 
 def beyond_int64(value: int) -> float:
