@@ -230,6 +230,44 @@ def test_import_derives_what_each_node_wrote(langgraph_file: Path, new_db: NewDb
     assert [w for _, w in writes("review")] == [["__start__"], [], ["sub"]]
 
 
+def test_what_langgraph_before_1_0_recorded_as_written_reads_as_ttcli_records_it(
+    tmp_path: Path, new_db: NewDb
+) -> None:
+    """LangGraph before 1.0 kept `writes` in the metadata: the raw input (any value, or a map
+    of channels) for an input checkpoint, `{node: output}` for the others."""
+    from langgraph.checkpoint.base import empty_checkpoint
+
+    path = tmp_path / "legacy.sqlite"
+    inputs = {"text": "hello", "number": 1, "list": ["a", "b"], "channels": {"messages": ["hi"]}}
+    with SqliteSaver.from_conn_string(str(path)) as saver:
+        for thread, given in inputs.items():
+            first = saver.put(
+                {"configurable": {"thread_id": thread, "checkpoint_ns": ""}},
+                empty_checkpoint(),
+                cast(Any, {"source": "input", "step": -1, "parents": {}, "writes": given}),
+                {},
+            )
+            saver.put(
+                first,
+                empty_checkpoint(),
+                cast(
+                    Any, {"source": "loop", "step": 0, "parents": {}, "writes": {"bot": {"n": 1}}}
+                ),
+                {},
+            )
+    target = new_db("ttcli.db")
+    for where in (path, target):  # read in place, and imported
+        if where == target:
+            imported = ttcli(target, "import", str(path))
+            assert imported.exit_code == 0, imported.stderr
+        for thread, given in inputs.items():
+            listed = ttcli(where, "--json", "history", "--thread", thread)
+            assert listed.exit_code == 0, listed.stderr
+            assert [h["writes"] for h in data(listed)] == [["bot"], ["__start__"]]
+            shown = data(ttcli(where, "--json", "show", "latest~1", "--thread", thread))
+            assert shown["returned"] == {"__start__": given}
+
+
 def test_a_thread_already_there_is_skipped_when_the_same_and_refused_when_not(
     langgraph_file: Path, new_db: NewDb
 ) -> None:

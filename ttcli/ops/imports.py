@@ -294,13 +294,20 @@ _UNFINISHED = frozenset({"__error__", "__interrupt__", "__resume__"})
 
 
 def with_writes(thread: Iterable[Stored]) -> list[Stored]:
-    """A thread's checkpoints, each with `writes` in its metadata (derived from the pending
-    writes when LangGraph did not record it). Parents come before their children."""
+    """A thread's checkpoints, each with `writes` in its metadata as ttcli's runtime records
+    it: derived from the pending writes when LangGraph did not record it (1.0 and later);
+    else LangGraph's, an input checkpoint's raw input (any value, or a map of its channels)
+    put under `__start__`. Parents come before their children."""
     stored = list(thread)
     by_id = {(saved.ns, saved.checkpoint["id"]): saved for saved in stored}
     for saved in stored:
-        if "writes" in saved.metadata:  # recorded by LangGraph before 1.0
+        recorded = saved.metadata.get("writes")
+        if saved.metadata.get("source") == "input" and recorded is not None:
+            if not (isinstance(recorded, dict) and set(recorded) == {_START}):
+                saved.metadata["writes"] = {_START: recorded}
             continue
+        if isinstance(recorded, dict) or (recorded is None and "writes" in saved.metadata):
+            continue  # recorded by LangGraph before 1.0
         if saved.metadata.get("source") == "input":
             outputs = _outputs(saved, start=True)
         else:
