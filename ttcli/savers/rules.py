@@ -58,22 +58,23 @@ def metadata_matches(metadata: Mapping[str, Any], filter_: Mapping[str, Any]) ->
 
 def json_equal(value: Any, wanted: Any) -> bool:
     """Equality of JSON values: a bool is no number (True is not 1, as in the SQL
-    databases' filters), at every level of maps and lists; a tuple is a list. Walked with a
-    stack of its own: metadata nests up to METADATA_DEPTH_MAX levels, what nodes wrote more."""
+    databases' filters), at every level of maps and lists; a tuple is a list. Walked in
+    order with a stack of its own: metadata nests up to METADATA_DEPTH_MAX levels, what
+    nodes wrote deeper."""
     pairs: list[tuple[Any, Any]] = [(value, wanted)]
     while pairs:
         ours, theirs = pairs.pop()
-        if isinstance(ours, bool) or isinstance(theirs, bool):
-            if not (isinstance(ours, bool) and isinstance(theirs, bool) and ours == theirs):
+        if type(ours) is bool or type(theirs) is bool:
+            if type(ours) is not type(theirs) or ours != theirs:
                 return False
         elif isinstance(ours, Mapping) and isinstance(theirs, Mapping):
-            if ours.keys() != theirs.keys():
+            if len(ours) != len(theirs) or ours.keys() != theirs.keys():
                 return False
-            pairs += [(ours[key], theirs[key]) for key in ours]
+            pairs += [(ours[key], theirs[key]) for key in reversed(list(ours))]
         elif isinstance(ours, list | tuple) and isinstance(theirs, list | tuple):
             if len(ours) != len(theirs):
                 return False
-            pairs += zip(ours, theirs, strict=True)
+            pairs += zip(reversed(ours), reversed(theirs), strict=True)
         elif not ours == theirs:
             return False
     return True

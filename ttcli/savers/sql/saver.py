@@ -215,9 +215,9 @@ class SqlSaver(BaseSaver):
                 return None
             return self.states.tuple(conn, row) if values else saved
 
-        wanted = None if limit is None or int(limit) < 0 else int(limit)
+        left = None if limit is None or int(limit) < 0 else int(limit)
         page = None if config is None else _WRITES_PAGE
-        while wanted != 0:
+        while left != 0:
             query, params, _ = list_query(config, in_sql, before, page, self.metadata_match)
             with self.connection.read() as conn:
                 rows = conn.execute(query, params).fetchall()
@@ -225,7 +225,7 @@ class SqlSaver(BaseSaver):
                 if (saved := self._read_again(listed, matching)) is None:
                     continue
                 yield saved
-                if wanted is not None and (wanted := wanted - 1) == 0:
+                if left is not None and (left := left - 1) == 0:
                     return
             if page is None or len(rows) < page:
                 return
