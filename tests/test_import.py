@@ -268,6 +268,25 @@ def test_what_langgraph_before_1_0_recorded_as_written_reads_as_ttcli_records_it
             assert shown["returned"] == {"__start__": given}
 
 
+def test_a_writes_key_of_the_callers_config_is_not_taken_for_the_input(
+    tmp_path: Path, new_db: NewDb
+) -> None:
+    """LangGraph 1.x copies the caller's config metadata into every checkpoint's, so there
+    `writes` is a user's key: the input is still what the `__start__` task wrote."""
+    path = tmp_path / "langgraph.sqlite"
+    with SqliteSaver.from_conn_string(str(path)) as saver:
+        config = {"configurable": {"thread_id": "c"}, "metadata": {"writes": "nightly"}}
+        _chat(saver).invoke({"messages": [("user", "hi")]}, cast(Any, config))
+    target = new_db("ttcli.db")
+    imported = ttcli(target, "import", str(path))
+    assert imported.exit_code == 0, imported.stderr
+    history = data(ttcli(target, "--json", "history", "--thread", "c"))
+    assert history[-1]["source"] == "input" and history[-1]["writes"] == ["__start__"]
+    first = history[-1]["checkpoint_id"]
+    shown = data(ttcli(target, "--json", "show", first, "--thread", "c"))
+    assert shown["returned"] == {"__start__": {"messages": [["user", "hi"]]}}
+
+
 def test_a_thread_already_there_is_skipped_when_the_same_and_refused_when_not(
     langgraph_file: Path, new_db: NewDb
 ) -> None:

@@ -295,26 +295,31 @@ _UNFINISHED = frozenset({"__error__", "__interrupt__", "__resume__"})
 
 def with_writes(thread: Iterable[Stored]) -> list[Stored]:
     """A thread's checkpoints, each with `writes` in its metadata as ttcli's runtime records
-    it: derived from the pending writes when LangGraph did not record it (1.0 and later);
-    else LangGraph's, an input checkpoint's raw input (any value, or a map of its channels)
-    put under `__start__`. Parents come before their children."""
+    it, derived from the pending writes: an input checkpoint's from its `__start__` task's,
+    any other's from its parent's tasks'. What LangGraph before 1.0 recorded there stands
+    where nothing is derived: an input checkpoint's raw input (any value, or a map of its
+    channels) put under `__start__`, another's `{node: output}`. (In 1.0 and later, `writes`
+    in the metadata can only be a key of the caller's config.) Parents come before their
+    children."""
     stored = list(thread)
     by_id = {(saved.ns, saved.checkpoint["id"]): saved for saved in stored}
     for saved in stored:
         recorded = saved.metadata.get("writes")
-        if saved.metadata.get("source") == "input" and recorded is not None:
-            if not (isinstance(recorded, dict) and set(recorded) == {_START}):
-                saved.metadata["writes"] = {_START: recorded}
-            continue
-        if isinstance(recorded, dict) or (recorded is None and "writes" in saved.metadata):
-            continue  # recorded by LangGraph before 1.0
         if saved.metadata.get("source") == "input":
             outputs = _outputs(saved, start=True)
+            if not outputs and recorded is not None:
+                outputs = recorded if _is_start(recorded) else {_START: recorded}
+        elif isinstance(recorded, dict) or (recorded is None and "writes" in saved.metadata):
+            continue  # recorded by LangGraph before 1.0
         else:
             parent = by_id.get((saved.ns, saved.parent_id))
             outputs = _outputs(parent, start=False) if parent is not None else {}
         saved.metadata["writes"] = outputs or None
     return stored
+
+
+def _is_start(recorded: Any) -> bool:
+    return isinstance(recorded, dict) and set(recorded) == {_START}
 
 
 def _outputs(saved: Stored, start: bool) -> dict[str, Any]:
