@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from decimal import Decimal
 from functools import reduce
+from types import MappingProxyType
 from typing import Any, cast
 
 import pytest
@@ -140,6 +142,14 @@ def test_list_before_limit_and_checkpoint_id(saver: BaseSaver) -> None:
         ({"pair": {"a": 1}}, []),
         ({"pair.b": [2.0, 1.5]}, [1, 0, -1]),
         ({"user": {"u1"}}, []),
+        ({"big": Decimal(2**64 - 1)}, []),
+        ({"pair": MappingProxyType({"a": 1, "b": [2, 1.5]})}, []),
+        ({"pair": {"a": 1, "b": [2, float("nan")]}}, []),
+        ({"inner": {1: True}}, []),
+        ({"arr.0": 1}, []),
+        ({"arr.1": {"x": None}}, []),
+        ({"arr.0": None}, [1, 0, -1]),
+        ({"arr.1.x": None}, [1, 0, -1]),
         ({"unknown_key": "x"}, []),
         ({"step": 0.0}, [0]),
         ({"step": False}, []),
@@ -169,6 +179,14 @@ def test_list_before_limit_and_checkpoint_id(saver: BaseSaver) -> None:
         "map-with-fewer-keys",
         "list-by-dotted-key",
         "not-json",
+        "decimal-is-not-json",
+        "mapping-proxy-is-not-json",
+        "nan-inside-is-not-json",
+        "number-key-is-not-json",
+        "dotted-key-does-not-index-a-list",
+        "dotted-key-does-not-index-a-list-for-a-map",
+        "dotted-key-through-a-list-is-missing",
+        "dotted-key-through-a-list-is-missing-deeper",
         "unknown-key-matches-nothing",
         "step-float",
         "step-bool-is-not-int",
@@ -190,6 +208,7 @@ def test_list_filter(saver: BaseSaver, filter_: dict[str, Any], expected_steps: 
         big=2**64 - 1,
         inner={"on": True},
         pair={"a": 1, "b": [2, 1.5]},
+        arr=[1, {"x": None}],
     )
     found = [t.metadata["step"] for t in saver.list(config(), filter=filter_)]
     assert found == expected_steps

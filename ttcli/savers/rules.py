@@ -3,6 +3,7 @@ keep (see the contract's docstring in base.py), and copying one checkpoint betwe
 
 from __future__ import annotations
 
+import math
 import re
 import uuid
 from collections.abc import Mapping
@@ -46,12 +47,34 @@ def split_writes(filter_: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, 
 
 def metadata_matches(metadata: Mapping[str, Any], filter_: Mapping[str, Any]) -> bool:
     """Equality on (dotted) metadata keys, as JSON has it (`json_equal`); a None filter
-    value matches a missing key."""
+    value matches a missing key. Metadata is JSON, so a value JSON cannot hold matches none
+    of it; what nodes wrote (`writes`) is any value, compared as such."""
     for key, wanted in filter_.items():
         value: Any = metadata
         for part in key.split("."):
             value = value.get(part) if isinstance(value, Mapping) else None
-        if not json_equal(value, wanted):
+        on_writes = key == "writes" or key.startswith("writes.")
+        if not (on_writes or is_json(wanted)) or not json_equal(value, wanted):
+            return False
+    return True
+
+
+def is_json(value: Any) -> bool:
+    """Whether JSON holds the value as it is: text, a finite number, a bool, null, and maps
+    (text keys) and lists of them; walked with a stack of its own, as `json_equal`."""
+    values = [value]
+    while values:
+        item = values.pop()
+        if type(item) is dict:
+            if not all(type(key) is str for key in item):
+                return False
+            values += item.values()
+        elif type(item) in (list, tuple):
+            values += item
+        elif type(item) is float:
+            if not math.isfinite(item):
+                return False
+        elif not (item is None or type(item) in (str, int, bool)):
             return False
     return True
 

@@ -7,6 +7,8 @@ import sqlite3
 from collections.abc import Mapping
 from typing import Any
 
+from ttcli.savers.rules import is_json
+
 #: the integers SQLite binds as INTEGER
 INT64 = (-(2**63), 2**63 - 1)
 #: whether `->` gives a JSON value's text as written (SQLite 3.38 and later)
@@ -24,10 +26,10 @@ METADATA_SQL = """json_insert(
 def sqlite_match(n: int, key: str, value: Any) -> tuple[str, dict[str, Any]] | None:
     """One metadata filter key as SQLite SQL (see `statements.MetadataMatch`); None for a
     map or a list, which SQLite's JSON compares as text (key order, 1 and 1.0 would count)."""
+    if not is_json(value):
+        return "0", {}  # metadata is JSON: a value it cannot hold matches none of it
     if isinstance(value, Mapping | list | tuple):
         return None
-    if value is not None and not isinstance(value, int | float | str):
-        return "0", {}  # a value JSON has no way to hold matches nothing stored
     # the key is bound as a JSON path, never pasted into the SQL text
     path = "$" + "".join(f'."{part}"' for part in key.split("."))
     return filter_clause(n, key, value), {f"path{n}": path, f"value{n}": filter_value(value)}
