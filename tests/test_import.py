@@ -239,6 +239,7 @@ def test_what_langgraph_before_1_0_recorded_as_written_reads_as_ttcli_records_it
 
     path = tmp_path / "legacy.sqlite"
     inputs = {"text": "hello", "number": 1, "list": ["a", "b"], "channels": {"messages": ["hi"]}}
+    inputs |= {"root": "to the root channel"}
     with SqliteSaver.from_conn_string(str(path)) as saver:
         for thread, given in inputs.items():
             first = saver.put(
@@ -247,6 +248,10 @@ def test_what_langgraph_before_1_0_recorded_as_written_reads_as_ttcli_records_it
                 cast(Any, {"source": "input", "step": -1, "parents": {}, "writes": given}),
                 {},
             )
+            if thread == "root":  # a graph of one root channel: its task's write says nothing
+                saver.put_writes(
+                    first, [("__root__", given)], str(uuid.uuid4()), "~__pregel_pull, __start__"
+                )
             saver.put(
                 first,
                 empty_checkpoint(),

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Callable
 from decimal import Decimal
+from enum import StrEnum
 from functools import reduce
 from types import MappingProxyType
 from typing import Any, cast
@@ -19,6 +21,10 @@ from ttcli.errors import (
 )
 from ttcli.savers.base import BaseSaver, Checkpoint
 from ttcli.uuid6 import new_id as checkpoint_id
+
+
+class Text(StrEnum):
+    U1 = "u1"
 
 
 def make_checkpoint(step: int, **values: Any) -> Checkpoint:
@@ -143,6 +149,8 @@ def test_list_before_limit_and_checkpoint_id(saver: BaseSaver) -> None:
         ({"pair.b": [2.0, 1.5]}, [1, 0, -1]),
         ({"user": {"u1"}}, []),
         ({"big": Decimal(2**64 - 1)}, []),
+        ({"user": Text.U1}, [1, 0, -1]),
+        ({"pair": OrderedDict(b=[2, 1.5], a=1)}, [1, 0, -1]),
         ({"pair": MappingProxyType({"a": 1, "b": [2, 1.5]})}, []),
         ({"pair": {"a": 1, "b": [2, float("nan")]}}, []),
         ({"inner": {1: True}}, []),
@@ -180,6 +188,8 @@ def test_list_before_limit_and_checkpoint_id(saver: BaseSaver) -> None:
         "list-by-dotted-key",
         "not-json",
         "decimal-is-not-json",
+        "text-enum-is-text",
+        "ordered-dict-is-a-map",
         "mapping-proxy-is-not-json",
         "nan-inside-is-not-json",
         "number-key-is-not-json",

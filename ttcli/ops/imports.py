@@ -307,7 +307,7 @@ def with_writes(thread: Iterable[Stored]) -> list[Stored]:
         recorded = saved.metadata.get("writes")
         if saved.metadata.get("source") == "input":
             outputs = _outputs(saved, start=True)
-            if not outputs and recorded is not None:
+            if not any(outputs.values()) and recorded is not None:
                 outputs = recorded if _is_start(recorded) else {_START: recorded}
         elif isinstance(recorded, dict) or (recorded is None and "writes" in saved.metadata):
             continue  # recorded by LangGraph before 1.0

@@ -61,20 +61,21 @@ def metadata_matches(metadata: Mapping[str, Any], filter_: Mapping[str, Any]) ->
 
 def is_json(value: Any) -> bool:
     """Whether JSON holds the value as it is: text, a finite number, a bool, null, and maps
-    (text keys) and lists of them; walked with a stack of its own, as `json_equal`."""
+    (text keys) and lists of them, their subclasses too (a StrEnum is text); walked with a
+    stack of its own, as `json_equal`."""
     values = [value]
     while values:
         item = values.pop()
-        if type(item) is dict:
-            if not all(type(key) is str for key in item):
+        if isinstance(item, dict):
+            if not all(isinstance(key, str) for key in item):
                 return False
             values += item.values()
-        elif type(item) in (list, tuple):
+        elif isinstance(item, list | tuple):
             values += item
-        elif type(item) is float:
+        elif isinstance(item, float):
             if not math.isfinite(item):
                 return False
-        elif not (item is None or type(item) in (str, int, bool)):
+        elif not (item is None or isinstance(item, str | int)):
             return False
     return True
 
