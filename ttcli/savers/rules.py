@@ -41,8 +41,12 @@ def split_writes(filter_: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, 
     """A checked filter's keys on `writes` (what each node returned), apart from the others:
     the SQL savers store those outputs as values, their metadata columns hold only the
     nodes' names, so they match them on the decoded metadata (`metadata_matches`)."""
-    on_writes = {k: v for k, v in filter_.items() if k == "writes" or k.startswith("writes.")}
+    on_writes = {k: v for k, v in filter_.items() if _on_writes(k)}
     return {k: v for k, v in filter_.items() if k not in on_writes}, on_writes
+
+
+def _on_writes(key: str) -> bool:
+    return key == "writes" or key.startswith("writes.")
 
 
 def metadata_matches(metadata: Mapping[str, Any], filter_: Mapping[str, Any]) -> bool:
@@ -53,8 +57,7 @@ def metadata_matches(metadata: Mapping[str, Any], filter_: Mapping[str, Any]) ->
         value: Any = metadata
         for part in key.split("."):
             value = value.get(part) if isinstance(value, Mapping) else None
-        on_writes = key == "writes" or key.startswith("writes.")
-        if not (on_writes or is_json(wanted)) or not json_equal(value, wanted):
+        if not (_on_writes(key) or is_json(wanted)) or not json_equal(value, wanted):
             return False
     return True
 
