@@ -71,7 +71,9 @@ def main(workdir: Path) -> list[tuple[str, str, str, str]]:
     written = _status("VmHWM")
     _reset_peak()
     before = _status("VmRSS")
+    started = time.perf_counter()
     history = [snapshot.config for snapshot in app.get_state_history(config)]
+    per_listed = (time.perf_counter() - started) / len(history)
     listed = _status("VmHWM")
     started = time.perf_counter()
     for pick in random.Random(9).sample(history, READS):
@@ -97,6 +99,13 @@ def main(workdir: Path) -> list[tuple[str, str, str, str]]:
         (
             f"chat, {TURNS:,} turns: read a random past checkpoint (ms)",
             f"{per_read * 1e3:.2f}",
+            "",
+            "",
+        ),
+        (
+            f"chat, {TURNS:,} turns: list the whole history with get_state_history (ms a "
+            "checkpoint)",
+            f"{per_listed * 1e3:.3f}",
             "",
             "",
         ),

@@ -232,7 +232,9 @@ def chat(side: str, dsn: str, turns: int) -> dict[str, float]:
         for user, _ in pairs:
             app.invoke({"messages": [("user", user)]}, config)
         per_turn = (time.perf_counter() - started) / turns
+        started = time.perf_counter()
         history = [s.config for s in app.get_state_history(config)]
+        per_listed = (time.perf_counter() - started) / len(history)
         picks = random.Random(3).sample(history, min(READS, len(history)))
         started = time.perf_counter()
         for pick in picks:
@@ -241,7 +243,25 @@ def chat(side: str, dsn: str, turns: int) -> dict[str, float]:
         latest = app.get_state(config).values["messages"]
         assert len(latest) == 2 * turns and latest[-1].content == pairs[-1][1]
     size, checkpoints = table_bytes(dsn)
-    return {"turn": per_turn, "read": per_read, "size": size, "per": size / checkpoints}
+    return {
+        "turn": per_turn, "read": per_read, "listed": per_listed, "count": len(history),
+        "size": size, "per": size / checkpoints,
+    }  # fmt: skip
+
+
+def history_per_checkpoint(side: str, dsn: str, steps: int) -> float:
+    """Seconds per checkpoint listing a loop thread's whole history (`per_step`'s first) with
+    get_state_history, the best of REPEAT."""
+    with SAVERS[side](dsn) as saver:
+        app = loop_app(side, saver, steps)
+        config = {"configurable": {"thread_id": "loop0"}}
+        best = float("inf")
+        for _ in range(REPEAT):
+            started = time.perf_counter()
+            listed = sum(1 for _ in app.get_state_history(config))
+            best = min(best, (time.perf_counter() - started) / listed)
+        assert listed == steps + 2
+    return best
 
 
 # -- scale: one thread of many checkpoints through the saver API
@@ -518,6 +538,17 @@ def run(args: argparse.Namespace, server: Server, workdir: Path) -> list[Row]:
         ),
     ]  # fmt: skip
 
+    say("history: the loop's whole thread listed, each side")
+    ours_listed, theirs_listed = (
+        history_per_checkpoint(side, dsns[side], steps) for side in ("ttcli", "langgraph")
+    )
+    rows.append((
+        f"loop: list the whole history ({steps + 2:,} checkpoints) with get_state_history "
+        "(ms a checkpoint)",
+        f"{ours_listed * 1e3:.3f}", f"{theirs_listed * 1e3:.3f}",
+        f"{ours_listed / theirs_listed:.2f}", "",
+    ))  # fmt: skip
+
     say(f"chat: {turns} turns, each side")
     ours_chat = chat("ttcli", server.create("chat_ttcli"), turns)
     theirs_chat = chat("langgraph", server.create("chat_langgraph"), turns)
@@ -539,6 +570,12 @@ def run(args: argparse.Namespace, server: Server, workdir: Path) -> list[Row]:
             "chat: all tables (bytes)",
             f"{ours_chat['size']:,.0f}", f"{theirs_chat['size']:,.0f}",
             f"{ours_chat['size'] / theirs_chat['size']:.4f}", "",
+        ),
+        (
+            f"chat: list the whole history ({ours_chat['count']:,} checkpoints) with "
+            "get_state_history (ms a checkpoint)",
+            f"{ours_chat['listed'] * 1e3:.3f}", f"{theirs_chat['listed'] * 1e3:.3f}",
+            f"{ours_chat['listed'] / theirs_chat['listed']:.2f}", "",
         ),
         (
             "chat: read a random past checkpoint (ms)",

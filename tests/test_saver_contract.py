@@ -422,6 +422,51 @@ def test_a_thread_deleted_while_listed_yields_none_of_the_thread_after_it(
         assert saved.checkpoint["channel_values"]["n"] == saved.metadata["step"]
 
 
+def test_what_the_caller_deletes_while_it_lists_is_never_yielded(saver: BaseSaver) -> None:
+    """A saver may read a few checkpoints ahead of the one it yields; the caller's own
+    writes between two still count (a prune run from inside a loop over the history)."""
+    ids = put_chain(saver, steps=60)
+    listing = saver.list(config())
+    assert [next(listing).checkpoint["id"] for _ in range(5)] == ids[::-1][:5]
+    saver.delete_checkpoints(config(), ids[40:55])
+    assert [saved.checkpoint["id"] for saved in listing] == ids[:40][::-1]
+
+
+def test_a_listing_goes_on_whole_after_the_caller_writes_elsewhere(saver: BaseSaver) -> None:
+    ids = put_chain(saver, steps=60)
+    listing = saver.list(config())
+    head = [next(listing) for _ in range(5)]
+    put_chain(saver, "other", steps=2)
+    rest = list(listing)
+    assert [saved.checkpoint["id"] for saved in head + rest] == ids[::-1]
+    assert [saved.checkpoint["channel_values"]["n"] for saved in rest] == list(range(53, -2, -1))
+
+
+def test_branches_written_in_turns_read_back_as_written(saver: BaseSaver) -> None:
+    """Two forks of one checkpoint, written in turns: each checkpoint's ancestors are not
+    the checkpoints just before it, whose states are deltas on other parents."""
+    (root,) = put_chain(saver, steps=1)
+    heads, written, step = {"a": root, "b": root}, {}, 0
+    for turn in range(40):
+        for branch in ("a", "b"):
+            step += 1
+            values = {"n": step, "branch": branch, f"turn_{branch}": turn, f"k{turn % 7}": turn}
+            checkpoint = make_checkpoint(step, **values)
+            source = "fork" if turn == 0 else "loop"
+            metadata: dict[str, Any] = {"source": source, "step": step, "parents": {}}
+            versions = checkpoint["channel_versions"]
+            saver.put(config("t", heads[branch]), checkpoint, metadata, versions)
+            written[checkpoint["id"]] = (values, heads[branch])
+            heads[branch] = checkpoint["id"]
+    listed_back = list(saver.list(config()))
+    assert [saved.checkpoint["id"] for saved in listed_back] == [*sorted(written)[::-1], root]
+    for saved in [*listed_back[:-1], *(saver.get_tuple(config("t", i)) for i in written)]:
+        assert saved is not None
+        values, parent = written[saved.checkpoint["id"]]
+        assert saved.checkpoint["channel_values"] == values
+        assert saved.parent_config == config("t", parent)
+
+
 def test_a_saver_missing_a_method_fails_at_construction() -> None:
     class Incomplete(BaseSaver):
         def get_tuple(self, config: Any) -> None:

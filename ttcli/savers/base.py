@@ -124,7 +124,9 @@ class BaseSaver(ABC):
         before: RunnableConfig | None = None,
         limit: int | None = None,
     ) -> Iterator[CheckpointTuple]:
-        """List checkpoints newest first (by id).
+        """List checkpoints newest first (by id), each as it is when yielded: one the caller
+        deleted through this saver since the listing began is not yielded (a saver may read
+        a few ahead, and what other processes delete meanwhile may still be yielded as it was).
 
         Args:
             config: the thread (and namespace) to list; None lists every thread. A

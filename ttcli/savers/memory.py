@@ -172,10 +172,17 @@ class InMemorySaver(BaseSaver):
             ]
             rows.sort(key=lambda row: row[0], reverse=True)
             found = [
-                self._tuple(CheckpointRef(key[0], key[1]), checkpoint_id, stored, self.serde)
+                (key, checkpoint_id, stored, self._tuple(ref, checkpoint_id, stored, self.serde))
                 for checkpoint_id, key, stored in rows[:limit]
+                for ref in [CheckpointRef(key[0], key[1])]
             ]
-        yield from found
+        for key, checkpoint_id, stored, saved in found:
+            with self._lock:  # as it is now: none the caller deleted since
+                now = self._threads.get(key, {}).get(checkpoint_id)
+                if now is not None and now is not stored:
+                    saved = self._tuple(CheckpointRef(*key), checkpoint_id, now, self.serde)
+            if now is not None:
+                yield saved
 
     def put(
         self,

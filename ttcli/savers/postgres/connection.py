@@ -144,6 +144,9 @@ def _params(parameters: Any) -> Any:
 class PgConnection(Transactions[PgDb]):
     """A pool of connections to one database, its lock, and the batch in progress."""
 
+    #: a read costs round trips to the server (a pooled connection checked, begin, commit)
+    read_ahead = 32
+
     def __init__(
         self, dsn: str, busy_timeout: float = DEFAULT_BUSY_TIMEOUT, *, readonly: bool = False
     ) -> None:

@@ -146,10 +146,22 @@ class Rows:
             self._learned(ref, row[0])
         return row  # type: ignore[no-any-return]
 
-    def by_key(self, conn: Db, thread_key: int, checkpoint_id: bytes) -> Sequence[Any] | None:
-        """A checkpoint's row as `sql.WITH_PENDING` gives it, if it (still) exists."""
-        params = {"thread_key": thread_key, "checkpoint_id": checkpoint_id}
-        return conn.execute(sql.BY_KEY, params).fetchone()  # type: ignore[no-any-return]
+    def by_keys(self, conn: Db, keys: Sequence[tuple[int, bytes]]) -> list[Sequence[Any] | None]:
+        """Checkpoints' rows as `sql.WITH_PENDING` gives them (None for one that no longer
+        exists), by (thread key, checkpoint id): a statement a thread, each sent before a
+        result is read (to a server, one round trip for all)."""
+        threads: dict[int, list[bytes]] = {}
+        for thread_key, checkpoint_id in keys:
+            threads.setdefault(thread_key, []).append(checkpoint_id)
+        cursors = [
+            conn.execute(
+                sql.by_keys(len(ids)),
+                {"thread_key": thread_key, **{f"id{n}": key for n, key in enumerate(ids)}},
+            )
+            for thread_key, ids in threads.items()
+        ]
+        found = {(row[0], row[3]): row for cursor in cursors for row in cursor.fetchall()}
+        return [found.get(key) for key in keys]
 
     def ids(
         self,

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ttcli.configs import RunnableConfig, check_text
-from ttcli.errors import ConfigError
+from ttcli.errors import ConfigError, TtcliError
 from ttcli.savers.base import (
     BaseSaver,
     Checkpoint,
@@ -165,11 +165,9 @@ class SqlSaver(BaseSaver):
             return
         with self.connection.read() as conn:
             rows = conn.execute(query, params).fetchall()
-        # decoded as each is yielded (a whole history's values never sit in memory at once),
-        # each in a read of its own (the caller may write between two)
-        for listed in rows:
-            if (saved := self._read_again(listed, self.states.tuple)) is not None:
-                yield saved
+        # decoded a few at a time as they are yielded: a whole history's values never sit
+        # in memory at once
+        yield from self._read_again(rows, self.states.tuple)
 
     def list_metadata(
         self,
@@ -221,9 +219,7 @@ class SqlSaver(BaseSaver):
             query, params, _ = list_query(config, in_sql, before, page, self.metadata_match)
             with self.connection.read() as conn:
                 rows = conn.execute(query, params).fetchall()
-            for listed in rows:
-                if (saved := self._read_again(listed, matching)) is None:
-                    continue
+            for saved in self._read_again(rows, matching):
                 yield saved
                 if left is not None and (left := left - 1) == 0:
                     return
@@ -233,18 +229,50 @@ class SqlSaver(BaseSaver):
 
     def _read_again(
         self,
-        listed: Sequence[Any],
+        listed: Sequence[Sequence[Any]],
         read: Callable[[Db, Sequence[Any]], CheckpointTuple | None],
-    ) -> CheckpointTuple | None:
-        """A listed row read as it is now by `read`, in a read of its own (the caller of
-        `list` may write between two); None if it was deleted since it was listed (a prune),
-        or with its thread, whose key SQLite gives a new thread again, which may hold the
-        same checkpoint ids (a copy)."""
+    ) -> Iterator[CheckpointTuple]:
+        """Listed rows read as they are now by `read` (those it returns None for left out),
+        several in each read of their own. A row deleted since it was listed (a
+        prune) is left out, as is one of a thread deleted since, whose key SQLite gives a new
+        thread again, which may hold the same checkpoint ids (a copy). The caller of `list`
+        may write between two: then the rows after are read again. The first read takes one
+        row (a caller may want only the newest), each next one twice as many, up to
+        `read_ahead`."""
+        connection, start, ahead = self.connection, 0, 1
+        while start < len(listed):
+            writes_begun = connection.writes_begun
+            found, failure = self._read_ahead(listed[start : start + ahead], read)
+            ahead = min(2 * ahead, connection.read_ahead)
+            for saved in found:
+                start += 1
+                if saved is not None:
+                    yield saved
+                    if connection.writes_begun != writes_begun:
+                        break
+            else:
+                if failure is not None:
+                    raise failure
+
+    def _read_ahead(
+        self,
+        listed: Sequence[Sequence[Any]],
+        read: Callable[[Db, Sequence[Any]], CheckpointTuple | None],
+    ) -> tuple[builtins.list[CheckpointTuple | None], TtcliError | None]:
+        """`_read_again` of a few rows in one read: what each reads as (None for one left
+        out), up to the first that does not read, and its error (raised in its turn, after
+        the rows before it)."""
+        found: builtins.list[CheckpointTuple | None] = []
         with self.connection.read() as conn:
-            row = self.rows.by_key(conn, listed[0], listed[3])
-            if row is None or row[1] != listed[1] or row[2] != listed[2]:
-                return None
-            return read(conn, row)
+            current = self.rows.by_keys(conn, [(row[0], row[3]) for row in listed])
+            for was, row in zip(listed, current, strict=True):
+                try:
+                    found.append(
+                        read(conn, row) if row is not None and _same_thread(row, was) else None
+                    )
+                except TtcliError as exc:
+                    return found, exc
+        return found, None
 
     def put(
         self,
@@ -414,3 +442,8 @@ def _new_deletion(saver: SqlSaver) -> Deletion:
     from ttcli.savers.sql.deletion import Deletion
 
     return Deletion(*saver._parts)
+
+
+def _same_thread(row: Sequence[Any], listed: Sequence[Any]) -> bool:
+    """Whether a row read again by key is of the listed row's thread and namespace."""
+    return bool(row[1] == listed[1] and row[2] == listed[2])

@@ -78,18 +78,23 @@ BY_REF = WITH_PENDING + _OF_THREAD + "  AND c.checkpoint_id = :checkpoint_id\n"
 
 LATEST_BY_REF = WITH_PENDING + _OF_THREAD + "ORDER BY c.checkpoint_id DESC\nLIMIT 1\n"
 
-BY_KEY = (
-    WITH_PENDING
-    + """WHERE c.thread_key = :thread_key
-  AND c.checkpoint_id = :checkpoint_id
-"""
-)
 
-STATE = """
-SELECT parent_id, state, parent_writes
+def by_keys(count: int) -> str:
+    """Checkpoint rows as WITH_PENDING gives them, of one thread (`:thread_key`) by ids
+    (`:id0`, `:id1`... of `count`)."""
+    ids = ", ".join(f":id{n}" for n in range(count))
+    return WITH_PENDING + f"WHERE c.thread_key = :thread_key\n  AND c.checkpoint_id IN ({ids})\n"
+
+
+#: the states of a checkpoint and those just before it in its thread (its ancestors, in a
+#: history without forks): (checkpoint_id, parent_id, state), newest first
+STATES_FROM = """
+SELECT checkpoint_id, parent_id, state
 FROM checkpoints
 WHERE thread_key = :thread_key
-  AND checkpoint_id = :checkpoint_id
+  AND checkpoint_id <= :checkpoint_id
+ORDER BY checkpoint_id DESC
+LIMIT :limit
 """
 
 COUNT = "UPDATE threads SET checkpoints = checkpoints + :change WHERE thread_key = :thread_key"

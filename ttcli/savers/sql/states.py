@@ -12,7 +12,7 @@ from ttcli.configs import CheckpointRef
 from ttcli.errors import CorruptValueError
 from ttcli.savers.base import NOT_LOADED, Checkpoint, CheckpointTuple, PendingWrite
 from ttcli.savers.blobs import BlobStore
-from ttcli.savers.records import Names, State, metadata_of, unpack_parent
+from ttcli.savers.records import KEYFRAME_DEPTH, Names, State, metadata_of, unpack_parent
 from ttcli.savers.serde import Ref
 from ttcli.savers.sql import statements as sql
 from ttcli.savers.sql.db import Db
@@ -83,22 +83,31 @@ class States:
         rows: list[tuple[bytes, bytes]] = []
         key: bytes | None = checkpoint_id
         depth = STATE_DEPTH_MAX + 1  # the child's: none yet
+        near: dict[bytes, StateRow] = {}  # rows read ahead
         while key is not None:
             cached = self._cache.get((thread_key, key)) if rows else None
             if cached is not None:
                 _check_depth(cached.depth, depth)
                 return rows, cached
             if stored is not None and not rows:
-                row = stored
-            else:
-                params = {"thread_key": thread_key, "checkpoint_id": key}
-                row = conn.execute(sql.STATE, params).fetchone()
+                row: StateRow | None = stored
+            elif (row := near.get(key)) is None:
+                # the state and as many of its ancestors as it may need, in one statement
+                near = self._states_from(conn, thread_key, key, min(depth, KEYFRAME_DEPTH))
+                row = near.get(key)
             if row is None:
                 return rows, None  # a delta without its parent does not decode
             depth = _check_depth(State.depth_of(row[1]), depth)
             rows.append((key, row[1]))
             key = unpack_parent(key, row[0]) if depth else None
         return rows, None
+
+    @staticmethod
+    def _states_from(conn: Db, thread_key: int, key: bytes, count: int) -> dict[bytes, StateRow]:
+        """(parent_id, state) of the checkpoint `key` and of the `count` - 1 before it in its
+        thread, by id."""
+        params = {"thread_key": thread_key, "checkpoint_id": key, "limit": count}
+        return {row[0]: row[1:] for row in conn.execute(sql.STATES_FROM, params).fetchall()}
 
     def tuple(
         self, conn: Db, row: Sequence[Any], *, values: bool = True, writes: bool | None = None

@@ -49,6 +49,9 @@ class Transactions(ABC, Generic[DbT]):
 
     #: the statements run on; valid inside a transaction
     conn: DbT
+    #: the most listed checkpoints `list` reads in one read transaction (their values sit in
+    #: memory together until yielded): a read's begin and commit cost more than a row's
+    read_ahead = 8
 
     def __init__(self, path: str, *, readonly: bool) -> None:
         #: what the user named the database by (a file path, or a DSN without its password)
@@ -71,6 +74,9 @@ class Transactions(ABC, Generic[DbT]):
         self.writing = False
         #: the write transaction's commit reaches the disk before it returns (`batch`)
         self.durable = False
+        #: write transactions (or batch statements) begun through this connection: what was
+        #: read ahead before one began may be untrue after it
+        self.writes_begun = 0
 
     # -- what a backend provides
 
@@ -264,6 +270,7 @@ class _Write(Generic[DbT]):
     def __enter__(self) -> DbT:
         transactions = self.transactions
         transactions.lock.acquire()
+        transactions.writes_begun += 1
         try:
             if transactions.depth:  # a statement of the batch's transaction
                 if self.durable and not transactions.durable:
